@@ -1,0 +1,214 @@
+/*
+ * offcoll: non-blocking collectives progressed off the application's
+ * critical path.
+ *
+ * Conventions of this header:
+ *  - Every call returns an oc_status_t. On failure, oc_last_error() gives a
+ *    detail line for the calling thread that names the offending argument.
+ *  - Objects are created by the library and released by the matching
+ *    free/finalize call; buffers passed in stay owned by the caller and must
+ *    stay valid (and untouched, for receive buffers) while a request that uses
+ *    them is active.
+ *  - Thread safety: a context may be used by several application threads in
+ *    thread progress mode, provided that calls on one team are serialised by
+ *    the application (as MPI requires for collectives on one communicator) and
+ *    a request is used by one thread at a time. In inline progress mode a
+ *    context must be used by one thread at a time.
+ *
+ * Configuration is read from OC_* environment variables by oc_config_init();
+ * README.md lists them.
+ */
+#ifndef OFFCOLL_H
+#define OFFCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OC_VERSION_MAJOR 0
+#define OC_VERSION_MINOR 1
+#define OC_VERSION_PATCH 0
+
+typedef enum {
+    OC_OK = 0,
+    OC_INPROGRESS = 1,        /**< oc_test: the operation has not completed yet */
+    OC_ERR_INVALID_ARG = -1,  /**< bad argument; oc_last_error() names it */
+    OC_ERR_NO_MEMORY = -2,
+    OC_ERR_BUSY = -3,         /**< the request is active (free or restart refused) */
+    OC_ERR_TIMEOUT = -4,      /**< a wait ran past OC_TIMEOUT_S */
+    OC_ERR_UNAVAILABLE = -5,  /**< a backend or feature is not available here */
+    OC_ERR_BACKEND = -6,      /**< the network layer reported an error */
+    OC_ERR_MISMATCH = -7,     /**< peers disagree (e.g. send/receive sizes differ) */
+    OC_ERR_OUT_OF_BOUNDS = -8,/**< an access outside a buffer or window */
+    OC_ERR_INTERNAL = -9
+} oc_status_t;
+
+/** Static, human-readable name of a status ("OC_ERR_TIMEOUT: ..."). Never NULL. */
+const char *oc_status_string(oc_status_t status);
+
+/** Detail of the last error raised on the calling thread ("" if none).
+ *  The string is owned by the library and valid until the thread's next call. */
+const char *oc_last_error(void);
+
+typedef struct oc_context oc_context_t;
+typedef struct oc_team oc_team_t;
+typedef struct oc_request oc_request_t;
+
+typedef enum { OC_PROGRESS_THREAD = 0, OC_PROGRESS_INLINE = 1 } oc_progress_mode_t;
+
+typedef enum {
+    OC_ALG_AUTO = 0,
+    OC_ALG_BURST,     /**< every exchange at once, cut into lists of OC_LIST_MAX */
+    OC_ALG_PAIRWISE,  /**< ring-1: one peer pair per stage */
+    OC_ALG_RINGK,     /**< k peer pairs per stage, k = OC_RINGK */
+    OC_ALG_BRUCK,     /**< log2(n) stages; small blocks (alltoall only) */
+    OC_ALG_COUNT_
+} oc_alg_t;
+
+typedef enum { OC_BACKEND_AUTO = 0, OC_BACKEND_UCX, OC_BACKEND_VERBS } oc_backend_kind_t;
+
+/** Context configuration. Fill with oc_config_init(), then adjust fields. */
+typedef struct {
+    oc_progress_mode_t progress;  /**< OC_PROGRESS=thread|inline */
+    oc_backend_kind_t backend;    /**< OC_BACKEND=auto|ucx|verbs */
+    unsigned list_max;            /**< OC_LIST_MAX: tasks per task list (>= 2) */
+    unsigned ringk;               /**< OC_RINGK: peer pairs per ring-k stage (>= 1) */
+    oc_alg_t alltoall_alg;        /**< OC_ALLTOALL_ALG */
+    oc_alg_t alltoallv_alg;       /**< OC_ALLTOALLV_ALG (burst, pairwise, ringk) */
+    size_t bruck_max;             /**< OC_BRUCK_MAX: auto uses Bruck up to this block size */
+    size_t ringk_min;             /**< OC_RINGK_MIN: auto uses ring-k from this block size */
+    unsigned spin_us;             /**< OC_SPIN_US: progress-thread spin before sleeping */
+    double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
+    int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
+} oc_config_t;
+
+/** Defaults overridden by the OC_* environment variables. A malformed variable
+ *  returns OC_ERR_INVALID_ARG naming it; *cfg then holds the defaults. */
+oc_status_t oc_config_init(oc_config_t *cfg);
+
+/** Writes every configuration value, one "NAME = value" per line, into buf
+ *  (truncated to size). Returns OC_ERR_INVALID_ARG for NULL arguments. */
+oc_status_t oc_config_print(const oc_config_t *cfg, char *buf, size_t size);
+
+/** Names of the enum values, as used in the environment ("ringk"...). */
+const char *oc_alg_name(oc_alg_t alg);
+
+/** Creates a context: backend, progress engine (thread started in thread mode),
+ *  endpoint cache. cfg NULL means oc_config_init(). Not thread-safe. */
+oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
+
+/** Stops the progress engine and releases the context. Teams and requests of
+ *  the context must have been freed; active requests make it OC_ERR_BUSY. */
+oc_status_t oc_finalize(oc_context_t *ctx);
+
+/** The configuration in force for ctx (copied into *cfg). */
+oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg);
+
+/** Per-context statistics, cumulative since oc_init. */
+typedef struct {
+    uint64_t lists_posted;    /**< task lists handed to the backend */
+    uint64_t tasks_posted;    /**< tasks in those lists */
+    uint64_t wakeups;         /**< progress-thread returns from sleep */
+    uint64_t requests_started;
+    uint64_t bytes_sent;      /**< payload handed to the network */
+    uint64_t bytes_copied;    /**< local copies (self blocks, packing) */
+    double progress_cpu_s;    /**< CPU time of the progress thread (0 inline) */
+} oc_stats_t;
+
+oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
+
+/** Short description of the backend in use and why ("ucx 1.13.1; verbs: no
+ *  RDMA device (ENOSYS)"). Owned by the context. */
+const char *oc_context_backend_info(const oc_context_t *ctx);
+
+/* ---- Teams ---------------------------------------------------------------- */
+
+/** Out-of-band allgather supplied by the application: every member contributes
+ *  len bytes from src; dst receives size*len bytes ordered by rank. Returns 0
+ *  on success. Called only from oc_team_create, by every member. */
+typedef int (*oc_oob_allgather_fn)(const void *src, void *dst, size_t len, void *arg);
+
+typedef struct {
+    int rank;                      /**< this process's rank in the team, 0..size-1 */
+    int size;                      /**< number of members, >= 1 */
+    oc_oob_allgather_fn allgather; /**< collective exchange used during creation */
+    void *arg;                     /**< passed to allgather */
+} oc_team_params_t;
+
+/** Creates a team collectively: every member calls it with its own rank.
+ *  Endpoints come from the context's shared cache. */
+oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
+                           oc_team_t **team);
+
+/** Releases a team (local). Requests on it must have been freed (OC_ERR_BUSY). */
+oc_status_t oc_team_free(oc_team_t *team);
+
+/** Prints, for every other member, the transports the backend uses to reach
+ *  it (UCX lanes). Blocks briefly on the progress engine. */
+oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out);
+
+/** Rank and size of this process in the team; -1 for a NULL team. */
+int oc_team_rank(const oc_team_t *team);
+int oc_team_size(const oc_team_t *team);
+
+/* ---- Collectives ------------------------------------------------------------ */
+
+/** Starts an all-to-all of equal blocks: block i of sbuf (block_bytes each)
+ *  goes to rank i, and rank i's block lands in block i of rbuf. Every member
+ *  calls it in the same order as its other collectives on the team. The
+ *  request is active on return; complete it with oc_test/oc_wait and release
+ *  it with oc_request_free. sbuf and rbuf must not overlap. */
+oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
+                         size_t block_bytes, oc_request_t **req);
+
+/** Starts an all-to-all of variable blocks, in bytes: scounts[i] bytes from
+ *  sbuf + sdispls[i] go to rank i; rcounts[i] bytes from rank i land at
+ *  rbuf + rdispls[i]. sbuf_bytes/rbuf_bytes are the buffers' sizes, against
+ *  which every block is checked; receive blocks must not overlap. The count
+ *  and displacement arrays are not referenced after the call. */
+oc_status_t oc_ialltoallv(oc_team_t *team,
+                          const void *sbuf, size_t sbuf_bytes,
+                          const size_t *scounts, const size_t *sdispls,
+                          void *rbuf, size_t rbuf_bytes,
+                          const size_t *rcounts, const size_t *rdispls,
+                          oc_request_t **req);
+
+/** Persistent forms (MPI-4 semantics): collective set-up, once, that builds
+ *  the schedule; the request starts inactive and is started with oc_start as
+ *  many times as needed, each start completed by oc_test/oc_wait. */
+oc_status_t oc_alltoall_init(oc_team_t *team, const void *sbuf, void *rbuf,
+                             size_t block_bytes, oc_request_t **req);
+oc_status_t oc_alltoallv_init(oc_team_t *team,
+                              const void *sbuf, size_t sbuf_bytes,
+                              const size_t *scounts, const size_t *sdispls,
+                              void *rbuf, size_t rbuf_bytes,
+                              const size_t *rcounts, const size_t *rdispls,
+                              oc_request_t **req);
+
+/** Starts an inactive persistent request; OC_ERR_BUSY if it is active. */
+oc_status_t oc_start(oc_request_t *req);
+
+/** OC_OK when the operation has completed (the request becomes inactive, or
+ *  stays complete), OC_INPROGRESS when not yet, or the operation's error.
+ *  Never blocks. In inline mode it also advances the schedule. */
+oc_status_t oc_test(oc_request_t *req);
+
+/** Blocks until the operation completes; sleeps in thread mode. After
+ *  OC_TIMEOUT_S it cancels the operation and returns OC_ERR_TIMEOUT;
+ *  oc_last_error() then names the ranks that never took part. */
+oc_status_t oc_wait(oc_request_t *req);
+
+/** Releases a request that is not active (OC_ERR_BUSY otherwise). */
+oc_status_t oc_request_free(oc_request_t *req);
+
+/** The algorithm a request runs (after auto selection). */
+oc_alg_t oc_request_alg(const oc_request_t *req);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OFFCOLL_H */

@@ -1,0 +1,102 @@
+/*
+ * The backend interface: "the NIC" that executes task lists.
+ *
+ * A backend instance is owned by one thread at a time: the progress thread in
+ * thread mode, the application thread in inline mode. Nothing here may be
+ * called concurrently on one instance. A backend knows tasks, lists, endpoints
+ * and the match context of a list; it never sees teams, requests or
+ * algorithms.
+ */
+#ifndef OC_NIC_H
+#define OC_NIC_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "oc_sched.h"
+
+typedef struct oc_nic oc_nic_t;
+typedef struct oc_nic_ep oc_nic_ep_t;
+typedef struct oc_nic_list oc_nic_list_t;
+
+/* What makes the messages of one list meet their peers' messages and no one
+ * else's: the operation's number in the team and the team's id at each
+ * member (ids are chosen locally, so each member has its own). */
+typedef struct {
+    uint32_t seq;
+    uint32_t team_id;              /* this process's id for the team */
+    const uint32_t *peer_team_ids; /* each member's id for the team, by rank */
+    int rank;                      /* this process's rank in the team */
+    oc_nic_ep_t *const *eps;       /* endpoints by team rank */
+} oc_nic_match_t;
+
+/* One per task of a posted list: the backend's handle for the task. */
+typedef struct {
+    oc_nic_list_t *list;
+    void *handle;
+} oc_nic_slot_t;
+
+/* A posted task list. The caller fills the first five fields and keeps the
+ * structure (and slots, at least ntasks of them) alive until done() ran. */
+struct oc_nic_list {
+    const oc_task_t *tasks;
+    size_t ntasks;
+    const oc_nic_match_t *match;
+    oc_nic_slot_t *slots;
+    void (*done)(oc_nic_list_t *list); /* the trigger: called inside progress */
+    size_t outstanding;                /* backend's count of unfinished tasks */
+    oc_status_t status;                /* first error of the list, else OC_OK */
+};
+
+/* Control messages between progress engines (small, unordered, best effort). */
+typedef void (*oc_nic_am_cb_t)(void *arg, const void *data, size_t len);
+
+typedef struct {
+    const char *name;
+    void (*destroy)(oc_nic_t *nic);
+    /* Address that peers pass to connect(); owned by the backend. */
+    oc_status_t (*address)(oc_nic_t *nic, const void **addr, size_t *len);
+    oc_status_t (*connect)(oc_nic_t *nic, const void *addr, size_t len, oc_nic_ep_t **ep);
+    /* Posts a list: its copies first, in order, then its transfers. Returns
+     * OC_INPROGRESS if done() will be called from progress() (list->status
+     * then holds the outcome); otherwise the list finished during the call,
+     * with the returned status, and done() is not called. */
+    oc_status_t (*post_list)(oc_nic_t *nic, oc_nic_list_t *list);
+    /* Cancels what can be cancelled; done() still comes for the list once
+     * every task has finished, possibly only at destroy(). */
+    void (*cancel_list)(oc_nic_t *nic, oc_nic_list_t *list);
+    /* Makes progress; returns how many events it handled. */
+    unsigned (*progress)(oc_nic_t *nic);
+    /* Prepares for sleeping on event_fd: OC_OK if sleeping is safe, OC_ERR_BUSY
+     * if events are pending (progress again, do not sleep). */
+    oc_status_t (*arm)(oc_nic_t *nic);
+    int (*event_fd)(oc_nic_t *nic);
+    oc_status_t (*am_send)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len);
+    /* Human-readable description of the path to ep (transports, lanes). */
+    void (*describe_ep)(oc_nic_t *nic, oc_nic_ep_t *ep, FILE *out);
+} oc_nic_ops_t;
+
+struct oc_nic {
+    const oc_nic_ops_t *ops;
+    oc_nic_am_cb_t am_cb; /* set by the engine before any traffic */
+    void *am_arg;
+};
+
+typedef struct {
+    int verbose;
+} oc_nic_params_t;
+
+/* UCX backend (offload/ucx/). */
+oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **nic);
+/* "ucx 1.13.1" */
+const char *oc_nic_ucx_version(void);
+
+/* Verbs availability probe (offload/verbs/): OC_OK if a usable RDMA device
+ * exists; otherwise why not, in reason. */
+oc_status_t oc_nic_verbs_probe(char *reason, size_t size);
+
+/* Limits of the UCX tag layout, checked when teams are created. */
+#define OC_NIC_MAX_TEAM_ID  0xffffu
+#define OC_NIC_MAX_RANKS    (1u << 20)
+#define OC_NIC_SEQ_MASK     0x0fffffffu
+
+#endif

@@ -1,0 +1,87 @@
+#include "oc_sched.h"
+#include "oc_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void oc_sched_init(oc_sched_t *s, size_t list_max)
+{
+    memset(s, 0, sizeof(*s));
+    s->list_max = list_max;
+}
+
+void oc_sched_fini(oc_sched_t *s)
+{
+    free(s->tasks);
+    free(s->lists);
+    free(s->scratch);
+    memset(s, 0, sizeof(*s));
+}
+
+void oc_sched_end_list(oc_sched_t *s)
+{
+    s->list_open = 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    size_t ncap;
+    void *np;
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    np = realloc(*p, ncap * elem);
+    if (np == NULL)
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n)
+{
+    oc_task_list_t *cur;
+
+    if (n == 0)
+        return OC_OK;
+    if (n > s->list_max)
+        return oc_error(OC_ERR_INTERNAL,
+                        "a group of %zu tasks cannot fit a list of OC_LIST_MAX=%zu",
+                        n, s->list_max);
+    if (grow((void **)&s->tasks, &s->tasks_cap, s->ntasks + n, sizeof(*s->tasks)) ||
+        grow((void **)&s->lists, &s->lists_cap, s->nlists + 1, sizeof(*s->lists)))
+        return oc_error(OC_ERR_NO_MEMORY, "schedule: out of memory (%zu tasks)",
+                        s->ntasks + n);
+    cur = s->nlists ? &s->lists[s->nlists - 1] : NULL;
+    if (!s->list_open || cur == NULL || cur->ntasks + n > s->list_max) {
+        cur = &s->lists[s->nlists++];
+        cur->first = (uint32_t)s->ntasks;
+        cur->ntasks = 0;
+        s->list_open = 1;
+    }
+    memcpy(&s->tasks[s->ntasks], tasks, n * sizeof(*tasks));
+    s->ntasks += n;
+    cur->ntasks += (uint32_t)n;
+    return OC_OK;
+}
+
+void *oc_sched_scratch(oc_sched_t *s, size_t size)
+{
+    free(s->scratch);
+    s->scratch = malloc(size ? size : 1);
+    return s->scratch;
+}
+
+void oc_task_do_copy(const oc_task_t *t)
+{
+    const char *src = t->src;
+    char *dst = t->dst;
+    size_t i;
+    /* Offsets from the base, so that a negative stride never forms a pointer
+     * before the buffer. */
+    for (i = 0; i < t->count; i++)
+        memcpy(dst + (ptrdiff_t)i * t->dst_stride, src + (ptrdiff_t)i * t->src_stride,
+               t->len);
+}

@@ -1,0 +1,100 @@
+/*
+ * The task-list model: what a collective looks like to "the NIC".
+ *
+ * A task is one NIC-level action; a task list holds tasks that may all be in
+ * flight together, never more than list_max of them (the modelled work-queue
+ * limit); a schedule is an ordered sequence of lists, list k+1 being posted
+ * only once list k has completed. Schedules are plain data built by the
+ * algorithms in runtime/coll/ and executed by a backend through the progress
+ * engine; nothing here talks to a network.
+ */
+#ifndef OC_SCHED_H
+#define OC_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "offcoll.h"
+
+typedef enum {
+    OC_TASK_SEND = 0, /* len bytes from src to team rank peer */
+    OC_TASK_RECV,     /* len bytes from team rank peer into dst */
+    OC_TASK_COPY      /* count chunks of len bytes, src/dst advancing by their strides */
+} oc_task_type_t;
+
+typedef struct {
+    oc_task_type_t type;
+    int peer;
+    size_t len;
+    const void *src;
+    void *dst;
+    size_t count;
+    ptrdiff_t src_stride, dst_stride;
+} oc_task_t;
+
+/* A list is a range of the schedule's task array. Within a list, copies come
+ * before network tasks are needed: a backend executes the list's copies in
+ * order before its sends and receives are posted. */
+typedef struct {
+    uint32_t first;
+    uint32_t ntasks;
+} oc_task_list_t;
+
+typedef struct {
+    oc_task_t *tasks;
+    size_t ntasks, tasks_cap;
+    oc_task_list_t *lists;
+    size_t nlists, lists_cap;
+    size_t list_max;
+    int list_open;   /* 0: the next task starts a new list */
+    void *scratch;   /* temporary buffers owned by the schedule */
+} oc_sched_t;
+
+void oc_sched_init(oc_sched_t *s, size_t list_max);
+void oc_sched_fini(oc_sched_t *s);
+
+/* Ends the current list: the next task goes into a new one (a stage boundary). */
+void oc_sched_end_list(oc_sched_t *s);
+
+/* Adds n tasks that must share one list (e.g. a send and the receive it is
+ * paired with, so that a cut list never waits on a peer's later list).
+ * Starts a new list when the current one has no room. */
+oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n);
+
+/* Allocates size bytes of scratch owned by the schedule (one block per schedule). */
+void *oc_sched_scratch(oc_sched_t *s, size_t size);
+
+static inline oc_task_t oc_task_send(int peer, const void *src, size_t len)
+{
+    oc_task_t t = {OC_TASK_SEND, peer, len, src, NULL, 1, 0, 0};
+    return t;
+}
+
+static inline oc_task_t oc_task_recv(int peer, void *dst, size_t len)
+{
+    oc_task_t t = {OC_TASK_RECV, peer, len, NULL, dst, 1, 0, 0};
+    return t;
+}
+
+static inline oc_task_t oc_task_copy_strided(void *dst, ptrdiff_t dst_stride,
+                                             const void *src, ptrdiff_t src_stride,
+                                             size_t len, size_t count)
+{
+    oc_task_t t = {OC_TASK_COPY, -1, len, src, dst, count, src_stride, dst_stride};
+    return t;
+}
+
+static inline oc_task_t oc_task_copy(void *dst, const void *src, size_t len)
+{
+    return oc_task_copy_strided(dst, 0, src, 0, len, 1);
+}
+
+/* Executes a copy task on the calling CPU. */
+void oc_task_do_copy(const oc_task_t *t);
+
+/* Payload bytes of a task (len * count for copies). */
+static inline size_t oc_task_bytes(const oc_task_t *t)
+{
+    return t->len * t->count;
+}
+
+#endif

@@ -1,0 +1,390 @@
+#include "oc_pe.h"
+#include "oc_error.h"
+#include "oc_sync.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+struct oc_pe {
+    oc_nic_t *nic;
+    oc_progress_mode_t mode;
+    unsigned spin_us;
+    oc_mpsc_t queue;
+    oc_pe_exec_t *ready;       /* lists whose trigger fired; engine-local */
+    int wake_fd, epoll_fd;
+    _Atomic int sleeping;
+    int stop;
+    pthread_t thread;
+    clockid_t cpu_clock;
+    int have_thread;
+    _Atomic double final_cpu_s;
+    _Atomic uint64_t lists_posted, tasks_posted, wakeups, requests_started;
+    _Atomic uint64_t bytes_sent, bytes_copied;
+};
+
+typedef struct {
+    oc_pe_item_t item;
+    void (*fn)(oc_pe_t *pe, void *arg);
+    void *arg;
+    _Atomic uint32_t done;
+} pe_call_t;
+
+#define STAT_ADD(pe, field, v) atomic_fetch_add_explicit(&(pe)->field, (v), memory_order_relaxed)
+
+oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe)
+{
+    return pe->mode;
+}
+
+oc_nic_t *oc_pe_nic(oc_pe_t *pe)
+{
+    return pe->nic;
+}
+
+/* ---- running schedules ----------------------------------------------------- */
+
+static void list_done(oc_nic_list_t *list)
+{
+    oc_pe_exec_t *x = (oc_pe_exec_t *)((char *)list - offsetof(oc_pe_exec_t, list));
+    x->ready_next = x->pe->ready;
+    x->pe->ready = x;
+}
+
+static void finish(oc_pe_exec_t *x, oc_status_t st)
+{
+    x->in_flight = 0;
+    x->complete(x, st);
+}
+
+/* Posts lists from x->next on until one stays in flight or the schedule ends. */
+static void advance(oc_pe_t *pe, oc_pe_exec_t *x)
+{
+    const oc_sched_t *s = x->sched;
+
+    while (x->next < s->nlists) {
+        const oc_task_list_t *l = &s->lists[x->next++];
+        size_t i, sent = 0, copied = 0;
+        oc_status_t st;
+
+        x->list.tasks = &s->tasks[l->first];
+        x->list.ntasks = l->ntasks;
+        x->list.match = &x->match;
+        x->list.slots = x->slots;
+        x->list.done = list_done;
+        for (i = 0; i < l->ntasks; i++) {
+            const oc_task_t *t = &x->list.tasks[i];
+            if (t->type == OC_TASK_SEND)
+                sent += t->len;
+            else if (t->type == OC_TASK_COPY)
+                copied += oc_task_bytes(t);
+        }
+        STAT_ADD(pe, lists_posted, 1);
+        STAT_ADD(pe, tasks_posted, l->ntasks);
+        STAT_ADD(pe, bytes_sent, sent);
+        STAT_ADD(pe, bytes_copied, copied);
+
+        x->in_flight = 1;
+        st = pe->nic->ops->post_list(pe->nic, &x->list);
+        if (st == OC_INPROGRESS)
+            return;
+        x->in_flight = 0;
+        if (st != OC_OK) {
+            finish(x, st);
+            return;
+        }
+    }
+    finish(x, OC_OK);
+}
+
+static unsigned run_ready(oc_pe_t *pe)
+{
+    unsigned n = 0;
+    while (pe->ready != NULL) {
+        oc_pe_exec_t *x = pe->ready;
+        pe->ready = x->ready_next;
+        x->in_flight = 0;
+        n++;
+        if (x->orphan)
+            free(x);
+        else if (x->cancelled)
+            continue;
+        else if (x->list.status != OC_OK)
+            finish(x, x->list.status);
+        else
+            advance(pe, x);
+    }
+    return n;
+}
+
+static void run_start(oc_pe_t *pe, oc_pe_item_t *item)
+{
+    oc_pe_exec_t *x = (oc_pe_exec_t *)item;
+    x->pe = pe;
+    x->next = 0;
+    x->in_flight = 0;
+    x->cancelled = 0;
+    x->orphan = 0;
+    STAT_ADD(pe, requests_started, 1);
+    advance(pe, x);
+}
+
+void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status)
+{
+    if (x->in_flight) {
+        x->cancelled = 1;
+        pe->nic->ops->cancel_list(pe->nic, &x->list);
+    }
+    x->complete(x, status);
+}
+
+void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x)
+{
+    (void)pe;
+    if (x->in_flight)
+        x->orphan = 1;
+    else
+        free(x);
+}
+
+/* ---- hand-over ------------------------------------------------------------ */
+
+static unsigned run_queue(oc_pe_t *pe)
+{
+    oc_mpsc_node_t *n = oc_mpsc_take_all(&pe->queue);
+    unsigned count = 0;
+    while (n != NULL) {
+        oc_pe_item_t *item = (oc_pe_item_t *)n;
+        n = n->next; /* read before run: the item may be gone after it */
+        item->run(pe, item);
+        count++;
+    }
+    return count;
+}
+
+unsigned oc_pe_progress(oc_pe_t *pe)
+{
+    unsigned n = run_queue(pe);
+    n += pe->nic->ops->progress(pe->nic);
+    n += run_ready(pe);
+    return n;
+}
+
+static void wake(oc_pe_t *pe)
+{
+    uint64_t one = 1;
+    ssize_t r;
+    if (!atomic_load(&pe->sleeping))
+        return;
+    do {
+        r = write(pe->wake_fd, &one, sizeof(one));
+    } while (r < 0 && errno == EINTR);
+}
+
+static void submit(oc_pe_t *pe, oc_pe_item_t *item)
+{
+    oc_mpsc_push(&pe->queue, &item->node);
+    wake(pe);
+}
+
+void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
+{
+    x->item.run = run_start;
+    if (pe->mode == OC_PROGRESS_INLINE) {
+        run_start(pe, &x->item);
+        return;
+    }
+    submit(pe, &x->item);
+}
+
+static void run_call(oc_pe_t *pe, oc_pe_item_t *item)
+{
+    pe_call_t *c = (pe_call_t *)item;
+    c->fn(pe, c->arg);
+    atomic_store(&c->done, 1);
+    oc_futex_wake_all(&c->done);
+}
+
+void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg)
+{
+    pe_call_t c;
+    if (pe->mode == OC_PROGRESS_INLINE || !pe->have_thread) {
+        fn(pe, arg);
+        return;
+    }
+    c.item.run = run_call;
+    c.fn = fn;
+    c.arg = arg;
+    atomic_init(&c.done, 0);
+    submit(pe, &c.item);
+    while (!atomic_load(&c.done))
+        oc_futex_wait(&c.done, 0, -1);
+}
+
+static void sync_fn(oc_pe_t *pe, void *arg)
+{
+    (void)pe;
+    (void)arg;
+}
+
+void oc_pe_sync(oc_pe_t *pe)
+{
+    oc_pe_call(pe, sync_fn, NULL);
+}
+
+/* ---- the thread -------------------------------------------------------------- */
+
+static unsigned spin(oc_pe_t *pe)
+{
+    double until = oc_time_now() + 1e-6 * pe->spin_us;
+    unsigned n = 0;
+    while (n == 0 && oc_time_now() < until)
+        n = oc_pe_progress(pe);
+    return n;
+}
+
+static void sleep_until_event(oc_pe_t *pe)
+{
+    struct epoll_event ev[2];
+    int i, n;
+    oc_status_t st = pe->nic->ops->arm(pe->nic);
+
+    if (st != OC_OK)
+        return; /* events pending (or arming failed): progress again */
+    /* Dekker-style with submit(): either the producer sees sleeping and
+     * writes the wake fd, or we see its item here. */
+    atomic_store(&pe->sleeping, 1);
+    if (!oc_mpsc_empty(&pe->queue)) {
+        atomic_store(&pe->sleeping, 0);
+        return;
+    }
+    do {
+        n = epoll_wait(pe->epoll_fd, ev, 2, -1);
+    } while (n < 0 && errno == EINTR);
+    atomic_store(&pe->sleeping, 0);
+    STAT_ADD(pe, wakeups, 1);
+    for (i = 0; i < n; i++) {
+        if (ev[i].data.fd == pe->wake_fd) {
+            uint64_t v;
+            ssize_t r = read(pe->wake_fd, &v, sizeof(v));
+            (void)r;
+        }
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    oc_pe_t *pe = arg;
+    struct timespec ts;
+
+    while (!pe->stop) {
+        if (oc_pe_progress(pe) > 0)
+            continue;
+        if (pe->spin_us > 0 && spin(pe) > 0)
+            continue;
+        sleep_until_event(pe);
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    atomic_store(&pe->final_cpu_s, (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
+    return NULL;
+}
+
+static void stop_fn(oc_pe_t *pe, void *arg)
+{
+    (void)arg;
+    pe->stop = 1;
+}
+
+static oc_status_t setup_epoll(oc_pe_t *pe)
+{
+    struct epoll_event ev;
+    int fds[2], i;
+
+    pe->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    pe->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (pe->wake_fd < 0 || pe->epoll_fd < 0)
+        return oc_error(OC_ERR_INTERNAL, "progress engine: eventfd/epoll: %s", strerror(errno));
+    fds[0] = pe->wake_fd;
+    fds[1] = pe->nic->ops->event_fd(pe->nic);
+    for (i = 0; i < 2; i++) {
+        memset(&ev, 0, sizeof(ev));
+        ev.events = EPOLLIN;
+        ev.data.fd = fds[i];
+        if (epoll_ctl(pe->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) < 0)
+            return oc_error(OC_ERR_INTERNAL, "progress engine: epoll_ctl: %s", strerror(errno));
+    }
+    return OC_OK;
+}
+
+oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
+                         oc_pe_t **out)
+{
+    oc_pe_t *pe = calloc(1, sizeof(*pe));
+    oc_status_t st;
+    int rc;
+
+    if (pe == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "progress engine");
+    pe->nic = nic;
+    pe->mode = mode;
+    pe->spin_us = spin_us;
+    pe->wake_fd = pe->epoll_fd = -1;
+    oc_mpsc_init(&pe->queue);
+    if (mode == OC_PROGRESS_THREAD) {
+        st = setup_epoll(pe);
+        if (st != OC_OK) {
+            oc_pe_destroy(pe);
+            return st;
+        }
+        rc = pthread_create(&pe->thread, NULL, thread_main, pe);
+        if (rc != 0) {
+            oc_pe_destroy(pe);
+            return oc_error(OC_ERR_INTERNAL, "progress engine: pthread_create: %s",
+                            strerror(rc));
+        }
+        pe->have_thread = 1;
+        pthread_setname_np(pe->thread, "offcoll-pe");
+        if (pthread_getcpuclockid(pe->thread, &pe->cpu_clock) != 0)
+            pe->cpu_clock = (clockid_t)-1;
+    }
+    *out = pe;
+    return OC_OK;
+}
+
+void oc_pe_destroy(oc_pe_t *pe)
+{
+    if (pe == NULL)
+        return;
+    if (pe->have_thread) {
+        oc_pe_call(pe, stop_fn, NULL);
+        pthread_join(pe->thread, NULL);
+        pe->have_thread = 0;
+    }
+    if (pe->wake_fd >= 0)
+        close(pe->wake_fd);
+    if (pe->epoll_fd >= 0)
+        close(pe->epoll_fd);
+    free(pe);
+}
+
+void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *s)
+{
+    oc_pe_t *p = (oc_pe_t *)pe;
+    struct timespec ts;
+    s->lists_posted = atomic_load(&p->lists_posted);
+    s->tasks_posted = atomic_load(&p->tasks_posted);
+    s->wakeups = atomic_load(&p->wakeups);
+    s->requests_started = atomic_load(&p->requests_started);
+    s->bytes_sent = atomic_load(&p->bytes_sent);
+    s->bytes_copied = atomic_load(&p->bytes_copied);
+    s->progress_cpu_s = atomic_load(&p->final_cpu_s);
+    if (p->have_thread && p->cpu_clock != (clockid_t)-1 &&
+        clock_gettime(p->cpu_clock, &ts) == 0)
+        s->progress_cpu_s = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

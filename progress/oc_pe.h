@@ -1,0 +1,90 @@
+/*
+ * The progress engine: runs schedules on a backend, one task list at a time.
+ *
+ * Thread mode: a dedicated thread owns the backend. Other threads hand work
+ * over through a lock-free queue and a wake-up; the thread posts a schedule's
+ * first list, and each list's trigger (its done() callback) posts the next.
+ * When nothing is left to do it arms the backend and sleeps in epoll.
+ * Inline mode: no thread; the schedule advances only in oc_pe_progress(),
+ * called by the application's test and wait.
+ *
+ * The engine knows schedules, never algorithms, teams or requests.
+ */
+#ifndef OC_PE_H
+#define OC_PE_H
+
+#include "oc_mpsc.h"
+#include "oc_nic.h"
+#include "offcoll.h"
+
+typedef struct oc_pe oc_pe_t;
+typedef struct oc_pe_exec oc_pe_exec_t;
+
+/* Something handed over to the engine's thread. */
+typedef struct oc_pe_item {
+    oc_mpsc_node_t node;
+    void (*run)(oc_pe_t *pe, struct oc_pe_item *item);
+} oc_pe_item_t;
+
+/* Called on the engine's thread when a schedule has run to its end (OC_OK) or
+ * failed or was cancelled (the error). */
+typedef void (*oc_pe_complete_fn)(oc_pe_exec_t *x, oc_status_t status);
+
+/* One execution of a schedule. The owner fills sched, match, slots (at least
+ * the schedule's largest list) and complete, then calls oc_pe_start(); the
+ * rest is the engine's. The exec must stay alive until complete() ran and,
+ * after a cancel, until oc_pe_exec_release(). */
+struct oc_pe_exec {
+    oc_pe_item_t item;
+    const oc_sched_t *sched;
+    oc_nic_match_t match;
+    oc_nic_slot_t *slots;
+    oc_pe_complete_fn complete;
+    void *owner;     /* for complete() */
+    /* engine-owned */
+    oc_pe_t *pe;
+    oc_nic_list_t list;
+    size_t next;
+    int in_flight;   /* a list is posted and its done() has not come */
+    int cancelled;   /* complete() already reported; ignore the late done() */
+    int orphan;      /* released while in flight: free when done() comes */
+    oc_pe_exec_t *ready_next;
+};
+
+oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
+                         oc_pe_t **pe);
+/* Stops the thread. Execs still in flight are abandoned to the backend's
+ * destruction, which the caller does next. */
+void oc_pe_destroy(oc_pe_t *pe);
+
+oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);
+
+/* Starts x (any thread). In inline mode the first list is posted at once. */
+void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x);
+
+/* Runs fn(arg) on the thread that owns the backend and returns when it has
+ * run. Any application thread; never from inside the engine. */
+void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg);
+
+/* Returns once the engine has finished whatever it was running when called:
+ * after it, no handler still uses an object unpublished before the call. */
+void oc_pe_sync(oc_pe_t *pe);
+
+/* Engine context only (inside oc_pe_call functions, complete() and backend
+ * callbacks): the backend. */
+oc_nic_t *oc_pe_nic(oc_pe_t *pe);
+
+/* Engine context only: cancels x, which completes with status now. */
+void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status);
+
+/* Engine context only: the owner drops x; freed now, or when its cancelled
+ * list finally finishes. x must have been allocated with malloc. */
+void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x);
+
+/* Inline mode: one pass of progress (hand-overs, backend, triggers). Returns
+ * the number of events handled. */
+unsigned oc_pe_progress(oc_pe_t *pe);
+
+void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
+
+#endif

@@ -1,0 +1,36 @@
+#include "oc_coll.h"
+
+/* Ring-k is the general form of the direct exchange: burst (k = n-1) and
+ * pairwise (k = 1) are its two ends. Each send is grouped with the receive at
+ * the same distance, so that when a stage is cut into several lists every
+ * send meets its receive in the peer's list of the same index, and a cut
+ * schedule cannot deadlock. */
+oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched_t *s)
+{
+    int n = a->size, r = a->rank, d;
+    size_t self = oc_coll_scount(a, r);
+    oc_status_t st = OC_OK;
+
+    if (k < 1)
+        k = 1;
+    if (self > 0) {
+        oc_task_t t = oc_task_copy(a->rbuf + oc_coll_rdispl(a, r), a->sbuf + oc_coll_sdispl(a, r),
+                                   self);
+        st = oc_sched_add(s, &t, 1);
+    }
+    for (d = 1; d < n && st == OC_OK; d++) {
+        int to = (r + d) % n, from = (r - d + n) % n;
+        oc_task_t pair[2];
+        size_t np = 0;
+
+        if ((unsigned)(d - 1) % k == 0 && d > 1)
+            oc_sched_end_list(s);
+        if (oc_coll_scount(a, to) > 0)
+            pair[np++] = oc_task_send(to, a->sbuf + oc_coll_sdispl(a, to), oc_coll_scount(a, to));
+        if (oc_coll_rcount(a, from) > 0)
+            pair[np++] = oc_task_recv(from, a->rbuf + oc_coll_rdispl(a, from),
+                                      oc_coll_rcount(a, from));
+        st = oc_sched_add(s, pair, np);
+    }
+    return st;
+}

@@ -1,0 +1,53 @@
+/*
+ * Collective algorithms: each turns one call into a schedule and does nothing
+ * else. Alltoall and alltoallv share the argument form below (NULL count
+ * arrays mean equal blocks of `block` bytes).
+ */
+#ifndef OC_COLL_H
+#define OC_COLL_H
+
+#include "oc_sched.h"
+#include "offcoll.h"
+
+typedef struct {
+    int rank, size;
+    const char *sbuf;
+    char *rbuf;
+    size_t block;                     /* equal-block form */
+    const size_t *scounts, *sdispls;  /* variable form, in bytes */
+    const size_t *rcounts, *rdispls;
+    unsigned ringk;
+} oc_coll_args_t;
+
+static inline size_t oc_coll_scount(const oc_coll_args_t *a, int p)
+{
+    return a->scounts ? a->scounts[p] : a->block;
+}
+static inline size_t oc_coll_sdispl(const oc_coll_args_t *a, int p)
+{
+    return a->sdispls ? a->sdispls[p] : (size_t)p * a->block;
+}
+static inline size_t oc_coll_rcount(const oc_coll_args_t *a, int p)
+{
+    return a->rcounts ? a->rcounts[p] : a->block;
+}
+static inline size_t oc_coll_rdispl(const oc_coll_args_t *a, int p)
+{
+    return a->rdispls ? a->rdispls[p] : (size_t)p * a->block;
+}
+
+/* ring-k: stage s exchanges with the k peers at distances (s-1)k+1 .. sk. */
+oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched_t *s);
+oc_status_t oc_coll_alltoall_burst(const oc_coll_args_t *a, oc_sched_t *s);
+oc_status_t oc_coll_alltoall_pairwise(const oc_coll_args_t *a, oc_sched_t *s);
+/* Equal blocks only. */
+oc_status_t oc_coll_alltoall_bruck(const oc_coll_args_t *a, oc_sched_t *s);
+
+/* The algorithm `auto` resolves to (README documents the rule); v selects
+ * the alltoallv rule, where `bytes` is the mean block size. */
+oc_alg_t oc_coll_alltoall_select(const oc_config_t *cfg, int v, size_t bytes, int size);
+
+/* Builds the schedule of alg (not auto) into s. */
+oc_status_t oc_coll_alltoall_build(oc_alg_t alg, const oc_coll_args_t *a, oc_sched_t *s);
+
+#endif

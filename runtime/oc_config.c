@@ -1,0 +1,150 @@
+/* Configuration: defaults, OC_* environment variables, printing. */
+#include "oc_error.h"
+#include "offcoll.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise", "ringk",
+                                                     "bruck"};
+static const char *const progress_names[] = {"thread", "inline"};
+static const char *const backend_names[] = {"auto", "ucx", "verbs"};
+
+const char *oc_alg_name(oc_alg_t alg)
+{
+    return (alg >= 0 && alg < OC_ALG_COUNT_) ? alg_names[alg] : "invalid";
+}
+
+static oc_status_t parse_enum(const char *var, const char *const *names, int count, int *out)
+{
+    const char *v = getenv(var);
+    int i;
+    if (v == NULL || *v == '\0')
+        return OC_OK;
+    for (i = 0; i < count; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return OC_OK;
+        }
+    oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected one of", var, v);
+    for (i = 0; i < count; i++)
+        oc_error_append("%s %s", i ? "," : "", names[i]);
+    return OC_ERR_INVALID_ARG;
+}
+
+static oc_status_t parse_uint(const char *var, unsigned long long min, unsigned long long max,
+                              unsigned long long *out)
+{
+    const char *v = getenv(var);
+    char *end;
+    unsigned long long x;
+    if (v == NULL || *v == '\0')
+        return OC_OK;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || v[0] == '-' || x < min || x > max)
+        return oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected an integer from %llu to %llu", var,
+                        v, min, max);
+    *out = x;
+    return OC_OK;
+}
+
+static oc_status_t parse_double(const char *var, double *out)
+{
+    const char *v = getenv(var);
+    char *end;
+    double x;
+    if (v == NULL || *v == '\0')
+        return OC_OK;
+    errno = 0;
+    x = strtod(v, &end);
+    if (errno != 0 || *end != '\0' || !(x >= 0))
+        return oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected a number of seconds >= 0", var, v);
+    *out = x;
+    return OC_OK;
+}
+
+static void defaults(oc_config_t *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->progress = OC_PROGRESS_THREAD;
+    c->backend = OC_BACKEND_AUTO;
+    c->list_max = 64;
+    c->ringk = 4;
+    c->alltoall_alg = OC_ALG_AUTO;
+    c->alltoallv_alg = OC_ALG_AUTO;
+    c->bruck_max = 128;
+    c->ringk_min = 64 * 1024;
+    c->spin_us = 0;
+    c->timeout_s = 300;
+    c->verbose = 0;
+}
+
+oc_status_t oc_config_init(oc_config_t *cfg)
+{
+    oc_config_t c;
+    unsigned long long u;
+    int e;
+    oc_status_t st;
+
+    if (cfg == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_config_init: cfg is NULL");
+    defaults(&c);
+    defaults(cfg);
+
+#define ENUM(var, names, field, type)                                            \
+    e = (int)c.field;                                                            \
+    if ((st = parse_enum(var, names, (int)(sizeof(names) / sizeof(names[0])), &e)) != OC_OK) \
+        return st;                                                               \
+    c.field = (type)e;
+#define UINT(var, min, max, field)                                               \
+    u = c.field;                                                                 \
+    if ((st = parse_uint(var, min, max, &u)) != OC_OK)                           \
+        return st;                                                               \
+    c.field = u;
+
+    ENUM("OC_PROGRESS", progress_names, progress, oc_progress_mode_t)
+    ENUM("OC_BACKEND", backend_names, backend, oc_backend_kind_t)
+    ENUM("OC_ALLTOALL_ALG", alg_names, alltoall_alg, oc_alg_t)
+    ENUM("OC_ALLTOALLV_ALG", alg_names, alltoallv_alg, oc_alg_t)
+    UINT("OC_LIST_MAX", 2, 1u << 20, list_max)
+    UINT("OC_RINGK", 1, 1u << 20, ringk)
+    UINT("OC_BRUCK_MAX", 0, SIZE_MAX, bruck_max)
+    UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
+    UINT("OC_SPIN_US", 0, 10u * 1000 * 1000, spin_us)
+    UINT("OC_VERBOSE", 0, 9, verbose)
+#undef ENUM
+#undef UINT
+    if ((st = parse_double("OC_TIMEOUT_S", &c.timeout_s)) != OC_OK)
+        return st;
+    if (c.alltoallv_alg == OC_ALG_BRUCK)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "OC_ALLTOALLV_ALG=bruck: Bruck needs equal blocks; use auto, burst, "
+                        "pairwise or ringk");
+    *cfg = c;
+    return OC_OK;
+}
+
+oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
+{
+    if (c == NULL || buf == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_config_print: %s is NULL", c ? "buf" : "cfg");
+    snprintf(buf, size,
+             "OC_PROGRESS      = %s\n"
+             "OC_BACKEND       = %s\n"
+             "OC_LIST_MAX      = %u\n"
+             "OC_ALLTOALL_ALG  = %s\n"
+             "OC_ALLTOALLV_ALG = %s\n"
+             "OC_RINGK         = %u\n"
+             "OC_BRUCK_MAX     = %zu\n"
+             "OC_RINGK_MIN     = %zu\n"
+             "OC_SPIN_US       = %u\n"
+             "OC_TIMEOUT_S     = %g\n"
+             "OC_VERBOSE       = %d\n",
+             progress_names[c->progress], backend_names[c->backend], c->list_max,
+             oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
+             c->ringk_min, c->spin_us, c->timeout_s, c->verbose);
+    return OC_OK;
+}

@@ -1,0 +1,149 @@
+/* Context: backend choice, progress engine, endpoint cache, team registry. */
+#include "oc_runtime.h"
+#include "oc_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static oc_status_t check_config(const oc_config_t *c)
+{
+    if (c->progress != OC_PROGRESS_THREAD && c->progress != OC_PROGRESS_INLINE)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->progress=%d is not an oc_progress_mode_t",
+                        (int)c->progress);
+    if (c->backend < OC_BACKEND_AUTO || c->backend > OC_BACKEND_VERBS)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->backend=%d is not an oc_backend_kind_t",
+                        (int)c->backend);
+    if (c->alltoall_alg < OC_ALG_AUTO || c->alltoall_alg >= OC_ALG_COUNT_)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->alltoall_alg=%d is not an oc_alg_t",
+                        (int)c->alltoall_alg);
+    if (c->alltoallv_alg < OC_ALG_AUTO || c->alltoallv_alg >= OC_ALG_BRUCK)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk",
+                        (int)c->alltoallv_alg);
+    if (c->list_max < 2)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->list_max=%u: a task list needs room for 2",
+                        c->list_max);
+    if (c->ringk < 1)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->ringk=0: must be at least 1");
+    if (!(c->timeout_s >= 0))
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->timeout_s must be >= 0");
+    return OC_OK;
+}
+
+/* Picks the backend; fills ctx->backend_info with what and why. */
+static oc_status_t open_backend(oc_context_t *ctx)
+{
+    char why[200];
+    oc_nic_params_t params = {ctx->cfg.verbose};
+    oc_status_t vst = oc_nic_verbs_probe(why, sizeof(why));
+    oc_status_t st;
+
+    if (ctx->cfg.backend == OC_BACKEND_VERBS && vst != OC_OK)
+        return oc_error(OC_ERR_UNAVAILABLE, "OC_BACKEND=verbs: verbs backend unavailable: %s",
+                        why);
+    st = oc_nic_ucx_create(&params, &ctx->nic);
+    if (st != OC_OK)
+        return st;
+    if (ctx->cfg.backend == OC_BACKEND_UCX)
+        snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (OC_BACKEND=ucx)",
+                 oc_nic_ucx_version());
+    else {
+        snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (verbs: %s)",
+                 oc_nic_ucx_version(), why);
+        oc_notice(ctx->cfg.verbose, "using UCX: verbs unavailable: %s", why);
+    }
+    ctx->nic->am_cb = oc_diag_am_handler;
+    ctx->nic->am_arg = ctx;
+    return OC_OK;
+}
+
+oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
+{
+    oc_context_t *ctx;
+    oc_status_t st;
+
+    if (out == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_init: ctx is NULL");
+    *out = NULL;
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_init: context");
+    if (cfg != NULL)
+        ctx->cfg = *cfg;
+    st = cfg != NULL ? check_config(cfg) : oc_config_init(&ctx->cfg);
+    if (st != OC_OK) {
+        free(ctx);
+        return st;
+    }
+    pthread_mutex_init(&ctx->teams_lock, NULL);
+    st = open_backend(ctx);
+    if (st == OC_OK)
+        st = oc_pe_create(ctx->nic, ctx->cfg.progress, ctx->cfg.spin_us, &ctx->pe);
+    if (st != OC_OK) {
+        if (ctx->nic != NULL)
+            ctx->nic->ops->destroy(ctx->nic);
+        pthread_mutex_destroy(&ctx->teams_lock);
+        free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return OC_OK;
+}
+
+oc_status_t oc_finalize(oc_context_t *ctx)
+{
+    oc_ep_entry_t *e;
+    int nt, nr;
+
+    if (ctx == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_finalize: ctx is NULL");
+    nt = atomic_load(&ctx->nteams);
+    nr = atomic_load(&ctx->nrequests);
+    if (nt > 0 || nr > 0)
+        return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
+                        nr);
+    oc_pe_destroy(ctx->pe);
+    while ((e = ctx->ep_cache) != NULL) {
+        ctx->ep_cache = e->next;
+        free(e);
+    }
+    ctx->nic->ops->destroy(ctx->nic);
+    pthread_mutex_destroy(&ctx->teams_lock);
+    free(ctx->teams);
+    free(ctx);
+    return OC_OK;
+}
+
+oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg)
+{
+    if (ctx == NULL || cfg == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_context_config: %s is NULL",
+                        ctx ? "cfg" : "ctx");
+    *cfg = ctx->cfg;
+    return OC_OK;
+}
+
+oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats)
+{
+    if (ctx == NULL || stats == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_context_stats: %s is NULL",
+                        ctx ? "stats" : "ctx");
+    oc_pe_stats(ctx->pe, stats);
+    return OC_OK;
+}
+
+const char *oc_context_backend_info(const oc_context_t *ctx)
+{
+    return ctx != NULL ? ctx->backend_info : "";
+}
+
+oc_team_t *oc_ctx_team_get(oc_context_t *ctx, uint32_t id)
+{
+    oc_team_t *t = NULL;
+    pthread_mutex_lock(&ctx->teams_lock);
+    if (id < ctx->teams_cap)
+        t = ctx->teams[id];
+    pthread_mutex_unlock(&ctx->teams_lock);
+    return t;
+}

@@ -1,0 +1,493 @@
+/* Requests: argument checks, schedule construction, start, test, wait, free. */
+#include "oc_runtime.h"
+#include "coll/oc_coll.h"
+#include "oc_error.h"
+#include "oc_sync.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- argument checks ------------------------------------------------------ */
+
+static oc_status_t check_common(const char *fn, const oc_team_t *team, oc_request_t **req)
+{
+    if (team == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: team is NULL", fn);
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: req is NULL", fn);
+    *req = NULL;
+    return OC_OK;
+}
+
+static int ranges_overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return alen > 0 && blen > 0 && x < y + blen && y < x + alen;
+}
+
+static oc_status_t check_alltoall(const char *fn, const oc_team_t *team, const void *sbuf,
+                                  void *rbuf, size_t block, oc_request_t **req)
+{
+    oc_status_t st = check_common(fn, team, req);
+    if (st != OC_OK)
+        return st;
+    if (block > SIZE_MAX / (size_t)team->size)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "%s: block_bytes=%zu times the team size %d overflows size_t", fn, block,
+                        team->size);
+    if (block > 0 && sbuf == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: sbuf is NULL with block_bytes=%zu", fn, block);
+    if (block > 0 && rbuf == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: rbuf is NULL with block_bytes=%zu", fn, block);
+    if (ranges_overlap(sbuf, block * (size_t)team->size, rbuf, block * (size_t)team->size))
+        return oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (no in-place form)", fn);
+    return OC_OK;
+}
+
+typedef struct {
+    size_t displ, count;
+    int rank;
+} block_t;
+
+static int block_cmp(const void *a, const void *b)
+{
+    const block_t *x = a, *y = b;
+    return x->displ < y->displ ? -1 : x->displ > y->displ;
+}
+
+/* Every block inside its buffer; with no_overlap, no two blocks share a byte. */
+static oc_status_t check_blocks(const char *fn, char side, int n, const void *buf,
+                                size_t buf_bytes, const size_t *counts, const size_t *displs,
+                                int no_overlap)
+{
+    block_t *bl;
+    int i, nb = 0;
+
+    if (counts == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: %ccounts is NULL", fn, side);
+    if (displs == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: %cdispls is NULL", fn, side);
+    for (i = 0; i < n; i++) {
+        if (counts[i] == 0)
+            continue;
+        if (buf == NULL)
+            return oc_error(OC_ERR_INVALID_ARG, "%s: %cbuf is NULL with %ccounts[%d]=%zu", fn,
+                            side, side, i, counts[i]);
+        if (displs[i] > buf_bytes || counts[i] > buf_bytes - displs[i])
+            return oc_error(OC_ERR_INVALID_ARG,
+                            "%s: %cdispls[%d]=%zu + %ccounts[%d]=%zu lies outside %cbuf_bytes=%zu",
+                            fn, side, i, displs[i], side, i, counts[i], side, buf_bytes);
+    }
+    if (!no_overlap)
+        return OC_OK;
+    bl = malloc((size_t)n * sizeof(*bl));
+    if (bl == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: %d blocks", fn, n);
+    for (i = 0; i < n; i++)
+        if (counts[i] > 0) {
+            bl[nb].displ = displs[i];
+            bl[nb].count = counts[i];
+            bl[nb].rank = i;
+            nb++;
+        }
+    qsort(bl, (size_t)nb, sizeof(*bl), block_cmp);
+    for (i = 1; i < nb; i++)
+        if (bl[i - 1].displ + bl[i - 1].count > bl[i].displ) {
+            oc_status_t st = oc_error(OC_ERR_INVALID_ARG,
+                                      "%s: %cdispls: the blocks of ranks %d and %d overlap in %cbuf",
+                                      fn, side, bl[i - 1].rank, bl[i].rank, side);
+            free(bl);
+            return st;
+        }
+    free(bl);
+    return OC_OK;
+}
+
+static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const void *sbuf,
+                                   size_t sbuf_bytes, const size_t *scounts,
+                                   const size_t *sdispls, void *rbuf, size_t rbuf_bytes,
+                                   const size_t *rcounts, const size_t *rdispls,
+                                   oc_request_t **req)
+{
+    oc_status_t st = check_common(fn, team, req);
+    if (st == OC_OK)
+        st = check_blocks(fn, 's', team->size, sbuf, sbuf_bytes, scounts, sdispls, 0);
+    if (st == OC_OK)
+        st = check_blocks(fn, 'r', team->size, rbuf, rbuf_bytes, rcounts, rdispls, 1);
+    if (st == OC_OK && ranges_overlap(sbuf, sbuf_bytes, rbuf, rbuf_bytes))
+        st = oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (no in-place form)", fn);
+    return st;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+static void req_complete(oc_pe_exec_t *x, oc_status_t st)
+{
+    oc_request_t *req = x->owner;
+    req->result = st;
+    atomic_store(&req->state, OC_REQ_DONE);
+    if (atomic_load(&req->waiters) > 0)
+        oc_futex_wake_all(&req->state);
+}
+
+static oc_pe_exec_t *exec_alloc(oc_request_t *req)
+{
+    const oc_sched_t *s = &req->sched;
+    oc_team_t *team = req->team;
+    size_t i, max = 1;
+    oc_pe_exec_t *x;
+
+    for (i = 0; i < s->nlists; i++)
+        if (s->lists[i].ntasks > max)
+            max = s->lists[i].ntasks;
+    x = calloc(1, sizeof(*x) + max * sizeof(oc_nic_slot_t));
+    if (x == NULL)
+        return NULL;
+    x->slots = (oc_nic_slot_t *)(x + 1);
+    x->sched = s;
+    x->complete = req_complete;
+    x->owner = req;
+    x->match.seq = req->seq;
+    x->match.team_id = team->id;
+    x->match.peer_team_ids = team->peer_ids;
+    x->match.rank = team->rank;
+    x->match.eps = team->eps;
+    return x;
+}
+
+static void release_fn(oc_pe_t *pe, void *arg)
+{
+    oc_pe_exec_release(pe, arg);
+}
+
+static void req_destroy(oc_request_t *req)
+{
+    if (req->x != NULL) {
+        if (req->x->cancelled)
+            oc_pe_call(req->team->ctx->pe, release_fn, req->x);
+        else
+            free(req->x);
+    }
+    oc_sched_fini(&req->sched);
+    free(req->stuck_on);
+    free(req);
+}
+
+static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, int v,
+                              const oc_coll_args_t *args, size_t mean_block,
+                              oc_request_t **out)
+{
+    oc_context_t *ctx = team->ctx;
+    oc_request_t *req = calloc(1, sizeof(*req));
+    oc_status_t st;
+
+    if (req == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
+    req->team = team;
+    req->persistent = persistent;
+    req->opname = v ? "alltoallv" : "alltoall";
+    req->alg = oc_coll_alltoall_select(&ctx->cfg, v, mean_block, team->size);
+    oc_sched_init(&req->sched, ctx->cfg.list_max);
+    st = oc_coll_alltoall_build(req->alg, args, &req->sched);
+    if (st == OC_OK) {
+        req->x = exec_alloc(req);
+        if (req->x == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
+    }
+    if (st != OC_OK) {
+        oc_error_append(" (%s, algorithm %s)", fn, oc_alg_name(req->alg));
+        req_destroy(req);
+        return st;
+    }
+    req->seq = atomic_fetch_add(&team->next_seq, 1);
+    req->x->match.seq = req->seq;
+    atomic_init(&req->state, OC_REQ_INACTIVE);
+    atomic_fetch_add(&team->nrequests, 1);
+    atomic_fetch_add(&ctx->nrequests, 1);
+    *out = req;
+    return OC_OK;
+}
+
+static void launch(oc_request_t *req)
+{
+    oc_team_t *team = req->team;
+    uint32_t upto = atomic_load(&team->started_upto);
+
+    /* For the presence answers of a timeout diagnosis. */
+    while ((int32_t)(req->seq + 1 - upto) > 0 &&
+           !atomic_compare_exchange_weak(&team->started_upto, &upto, req->seq + 1))
+        ;
+    req->result = OC_OK;
+    atomic_store(&req->state, OC_REQ_ACTIVE);
+    oc_pe_start(team->ctx->pe, req->x);
+}
+
+static void fill_args(oc_coll_args_t *a, const oc_team_t *team, const void *sbuf, void *rbuf)
+{
+    memset(a, 0, sizeof(*a));
+    a->rank = team->rank;
+    a->size = team->size;
+    a->sbuf = sbuf;
+    a->rbuf = rbuf;
+    a->ringk = team->ctx->cfg.ringk;
+}
+
+static oc_status_t alltoall_create(const char *fn, oc_team_t *team, const void *sbuf,
+                                   void *rbuf, size_t block, int persistent, oc_request_t **req)
+{
+    oc_coll_args_t a;
+    oc_status_t st = check_alltoall(fn, team, sbuf, rbuf, block, req);
+    if (st != OC_OK)
+        return st;
+    fill_args(&a, team, sbuf, rbuf);
+    a.block = block;
+    return req_create(fn, team, persistent, 0, &a, block, req);
+}
+
+static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void *sbuf,
+                                    size_t sbuf_bytes, const size_t *scounts,
+                                    const size_t *sdispls, void *rbuf, size_t rbuf_bytes,
+                                    const size_t *rcounts, const size_t *rdispls,
+                                    int persistent, oc_request_t **req)
+{
+    oc_coll_args_t a;
+    size_t total = 0;
+    int i;
+    oc_status_t st = check_alltoallv(fn, team, sbuf, sbuf_bytes, scounts, sdispls, rbuf,
+                                     rbuf_bytes, rcounts, rdispls, req);
+    if (st != OC_OK)
+        return st;
+    fill_args(&a, team, sbuf, rbuf);
+    a.scounts = scounts;
+    a.sdispls = sdispls;
+    a.rcounts = rcounts;
+    a.rdispls = rdispls;
+    for (i = 0; i < team->size; i++)
+        total += scounts[i];
+    return req_create(fn, team, persistent, 1, &a, total / (size_t)team->size, req);
+}
+
+oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,
+                         oc_request_t **req)
+{
+    oc_status_t st = alltoall_create("oc_ialltoall", team, sbuf, rbuf, block_bytes, 0, req);
+    if (st == OC_OK)
+        launch(*req);
+    return st;
+}
+
+oc_status_t oc_ialltoallv(oc_team_t *team, const void *sbuf, size_t sbuf_bytes,
+                          const size_t *scounts, const size_t *sdispls, void *rbuf,
+                          size_t rbuf_bytes, const size_t *rcounts, const size_t *rdispls,
+                          oc_request_t **req)
+{
+    oc_status_t st = alltoallv_create("oc_ialltoallv", team, sbuf, sbuf_bytes, scounts, sdispls,
+                                      rbuf, rbuf_bytes, rcounts, rdispls, 0, req);
+    if (st == OC_OK)
+        launch(*req);
+    return st;
+}
+
+oc_status_t oc_alltoall_init(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,
+                             oc_request_t **req)
+{
+    return alltoall_create("oc_alltoall_init", team, sbuf, rbuf, block_bytes, 1, req);
+}
+
+oc_status_t oc_alltoallv_init(oc_team_t *team, const void *sbuf, size_t sbuf_bytes,
+                              const size_t *scounts, const size_t *sdispls, void *rbuf,
+                              size_t rbuf_bytes, const size_t *rcounts, const size_t *rdispls,
+                              oc_request_t **req)
+{
+    return alltoallv_create("oc_alltoallv_init", team, sbuf, sbuf_bytes, scounts, sdispls, rbuf,
+                            rbuf_bytes, rcounts, rdispls, 1, req);
+}
+
+oc_status_t oc_start(oc_request_t *req)
+{
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_start: req is NULL");
+    if (!req->persistent)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "oc_start: req is not persistent (made by oc_i%s, not oc_%s_init)",
+                        req->opname, req->opname);
+    switch (atomic_load(&req->state)) {
+    case OC_REQ_ACTIVE:
+        return oc_error(OC_ERR_BUSY, "oc_start: req is active (started and not yet completed)");
+    case OC_REQ_DONE:
+        return oc_error(OC_ERR_BUSY,
+                        "oc_start: req's last start has not been completed by oc_test/oc_wait");
+    default:
+        break;
+    }
+    if (req->x->cancelled) {
+        /* The cancelled list may still be in flight: leave it to the engine. */
+        oc_pe_exec_t *fresh = exec_alloc(req);
+        if (fresh == NULL)
+            return oc_error(OC_ERR_NO_MEMORY, "oc_start: request state");
+        oc_pe_call(req->team->ctx->pe, release_fn, req->x);
+        req->x = fresh;
+    }
+    launch(req);
+    return OC_OK;
+}
+
+/* Consumes a completion: a persistent request becomes inactive. */
+static oc_status_t take_result(oc_request_t *req)
+{
+    oc_status_t st = req->result;
+    if (req->persistent)
+        atomic_store(&req->state, OC_REQ_INACTIVE);
+    if (st != OC_OK && st != OC_ERR_TIMEOUT)
+        oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s", req->opname, req->seq,
+                 req->team->size,
+                 st == OC_ERR_MISMATCH ? "a peer sent a different number of bytes than "
+                                         "this rank expects (scounts/rcounts disagree)"
+                                       : oc_status_string(st));
+    return st;
+}
+
+oc_status_t oc_test(oc_request_t *req)
+{
+    uint32_t state;
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_test: req is NULL");
+    state = atomic_load(&req->state);
+    if (state == OC_REQ_ACTIVE && oc_pe_mode(req->team->ctx->pe) == OC_PROGRESS_INLINE) {
+        oc_pe_progress(req->team->ctx->pe);
+        state = atomic_load(&req->state);
+    }
+    if (state == OC_REQ_ACTIVE)
+        return OC_INPROGRESS;
+    if (state == OC_REQ_INACTIVE)
+        return OC_OK; /* persistent and not started: nothing to wait for */
+    return take_result(req);
+}
+
+static void cancel_fn(oc_pe_t *pe, void *arg)
+{
+    oc_request_t *req = arg;
+    oc_pe_exec_t *x = req->x;
+    size_t i, len = 0, cap = 256;
+
+    if (atomic_load(&req->state) != OC_REQ_ACTIVE)
+        return; /* completed just in time */
+    req->stuck_on = calloc(1, cap);
+    if (req->stuck_on != NULL && x->in_flight)
+        for (i = 0; i < x->list.ntasks && len + 16 < cap; i++) {
+            const oc_task_t *t = &x->list.tasks[i];
+            if (t->type != OC_TASK_COPY && x->slots[i].handle != NULL)
+                len += (size_t)snprintf(req->stuck_on + len, cap - len, "%s%s %d",
+                                        len ? ", " : " ", t->type == OC_TASK_SEND ? "send to"
+                                                                                   : "receive from",
+                                        t->peer);
+        }
+    oc_pe_cancel(pe, x, OC_ERR_TIMEOUT);
+}
+
+/* Wait for the operation's completion or its deadline; returns whether it is
+ * still active. */
+static int wait_until(oc_request_t *req, double deadline)
+{
+    oc_pe_t *pe = req->team->ctx->pe;
+    if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
+        while (atomic_load(&req->state) == OC_REQ_ACTIVE) {
+            oc_pe_progress(pe);
+            if (deadline > 0 && oc_time_now() >= deadline)
+                break;
+        }
+    } else {
+        atomic_fetch_add(&req->waiters, 1);
+        while (atomic_load(&req->state) == OC_REQ_ACTIVE) {
+            double left = deadline > 0 ? deadline - oc_time_now() : -1;
+            if (deadline > 0 && left <= 0)
+                break;
+            oc_futex_wait(&req->state, OC_REQ_ACTIVE, left);
+        }
+        atomic_fetch_sub(&req->waiters, 1);
+    }
+    return atomic_load(&req->state) == OC_REQ_ACTIVE;
+}
+
+static int presence_complete(const oc_request_t *req)
+{
+    int r;
+    for (r = 0; r < req->team->size; r++)
+        if (r != req->team->rank && atomic_load(&req->presence[r]) == OC_PRESENCE_UNKNOWN)
+            return 0;
+    return 1;
+}
+
+/* The deadline passed: ask the peers who has started the operation, give them
+ * a moment to answer (the operation may still complete meanwhile), then cancel
+ * it and say who never took part. */
+static oc_status_t timed_out(oc_request_t *req, double timeout)
+{
+    oc_team_t *team = req->team;
+    oc_pe_t *pe = team->ctx->pe;
+    double grace_end = oc_time_now() + (timeout < 1.0 ? (timeout > 0.1 ? timeout : 0.1) : 1.0);
+    struct timespec ms = {0, 1000000};
+    oc_status_t st;
+
+    req->presence = calloc((size_t)team->size, sizeof(*req->presence));
+    if (req->presence != NULL) {
+        atomic_store(&team->diag_req, req);
+        oc_pe_call(pe, oc_diag_send_queries, req);
+        while (atomic_load(&req->state) == OC_REQ_ACTIVE && !presence_complete(req) &&
+               oc_time_now() < grace_end) {
+            if (oc_pe_mode(pe) == OC_PROGRESS_INLINE)
+                oc_pe_progress(pe);
+            else
+                nanosleep(&ms, NULL);
+        }
+        atomic_store(&team->diag_req, NULL);
+        oc_pe_sync(pe); /* no handler still writes presence */
+    }
+    if (atomic_load(&req->state) == OC_REQ_ACTIVE)
+        oc_pe_call(pe, cancel_fn, req);
+    st = take_result(req);
+    if (st == OC_ERR_TIMEOUT) {
+        oc_error(OC_ERR_TIMEOUT, "oc_wait: %s (op %u on a team of %d, rank %d) timed out after %g s",
+                 req->opname, req->seq, team->size, team->rank, timeout);
+        oc_diag_report(req);
+    }
+    free(req->presence);
+    req->presence = NULL;
+    return st;
+}
+
+oc_status_t oc_wait(oc_request_t *req)
+{
+    double timeout, deadline;
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_wait: req is NULL");
+    if (atomic_load(&req->state) == OC_REQ_INACTIVE)
+        return OC_OK;
+    timeout = req->team->ctx->cfg.timeout_s;
+    deadline = timeout > 0 ? oc_time_now() + timeout : 0;
+    if (wait_until(req, deadline))
+        return timed_out(req, timeout);
+    return take_result(req);
+}
+
+oc_status_t oc_request_free(oc_request_t *req)
+{
+    oc_team_t *team;
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_request_free: req is NULL");
+    if (atomic_load(&req->state) == OC_REQ_ACTIVE)
+        return oc_error(OC_ERR_BUSY,
+                        "oc_request_free: req is active; complete it with oc_wait or oc_test");
+    team = req->team;
+    req_destroy(req);
+    atomic_fetch_sub(&team->nrequests, 1);
+    atomic_fetch_sub(&team->ctx->nrequests, 1);
+    return OC_OK;
+}
+
+oc_alg_t oc_request_alg(const oc_request_t *req)
+{
+    return req != NULL ? req->alg : OC_ALG_AUTO;
+}

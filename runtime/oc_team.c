@@ -1,0 +1,267 @@
+/* Teams: collective creation over an out-of-band allgather, endpoints from
+ * the context's shared cache. */
+#include "oc_runtime.h"
+#include "oc_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint32_t team_id;
+    uint32_t addr_len;
+} team_hello_t;
+
+/* Registers team under the lowest free local id. */
+static oc_status_t registry_add(oc_context_t *ctx, oc_team_t *team)
+{
+    oc_status_t st = OC_OK;
+    size_t id;
+
+    pthread_mutex_lock(&ctx->teams_lock);
+    for (id = 0; id < ctx->teams_cap && ctx->teams[id] != NULL; id++)
+        ;
+    if (id > OC_NIC_MAX_TEAM_ID) {
+        st = oc_error(OC_ERR_UNAVAILABLE, "oc_team_create: more than %u teams in one context",
+                      OC_NIC_MAX_TEAM_ID + 1);
+    } else if (id == ctx->teams_cap) {
+        size_t ncap = ctx->teams_cap ? 2 * ctx->teams_cap : 8;
+        oc_team_t **nt = realloc(ctx->teams, ncap * sizeof(*nt));
+        if (nt == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: team registry");
+        else {
+            memset(nt + ctx->teams_cap, 0, (ncap - ctx->teams_cap) * sizeof(*nt));
+            ctx->teams = nt;
+            ctx->teams_cap = ncap;
+        }
+    }
+    if (st == OC_OK) {
+        ctx->teams[id] = team;
+        team->id = (uint32_t)id;
+    }
+    pthread_mutex_unlock(&ctx->teams_lock);
+    return st;
+}
+
+static void registry_remove(oc_context_t *ctx, oc_team_t *team)
+{
+    pthread_mutex_lock(&ctx->teams_lock);
+    if (team->id < ctx->teams_cap && ctx->teams[team->id] == team)
+        ctx->teams[team->id] = NULL;
+    pthread_mutex_unlock(&ctx->teams_lock);
+}
+
+typedef struct {
+    oc_team_t *team;
+    const unsigned char *addrs; /* size * stride bytes */
+    const team_hello_t *hello;
+    size_t stride;
+    oc_status_t status;
+    char error[256];
+} connect_args_t;
+
+/* Engine context: endpoints for every other member, shared through the cache. */
+static void connect_fn(oc_pe_t *pe, void *arg)
+{
+    connect_args_t *a = arg;
+    oc_team_t *team = a->team;
+    oc_context_t *ctx = team->ctx;
+    int r;
+
+    (void)pe;
+    for (r = 0; r < team->size; r++) {
+        const unsigned char *addr = a->addrs + (size_t)r * a->stride;
+        size_t len = a->hello[r].addr_len;
+        oc_ep_entry_t *e;
+
+        if (r == team->rank)
+            continue;
+        for (e = ctx->ep_cache; e != NULL; e = e->next)
+            if (e->len == len && memcmp(e->addr, addr, len) == 0)
+                break;
+        if (e == NULL) {
+            e = malloc(sizeof(*e) + len);
+            if (e == NULL) {
+                a->status = oc_error(OC_ERR_NO_MEMORY, "endpoint cache");
+                break;
+            }
+            a->status = ctx->nic->ops->connect(ctx->nic, addr, len, &e->ep);
+            if (a->status != OC_OK) {
+                free(e);
+                break;
+            }
+            e->len = len;
+            memcpy(e->addr, addr, len);
+            e->next = ctx->ep_cache;
+            ctx->ep_cache = e;
+        }
+        team->eps[r] = e->ep;
+    }
+    if (a->status != OC_OK) /* the detail lives in the engine thread's slot */
+        snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
+}
+
+static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t *p,
+                                oc_team_t **team)
+{
+    if (ctx == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: ctx is NULL");
+    if (p == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params is NULL");
+    if (team == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: team is NULL");
+    if (p->size < 1 || (unsigned)p->size > OC_NIC_MAX_RANKS)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params->size=%d (1..%u)", p->size,
+                        OC_NIC_MAX_RANKS);
+    if (p->rank < 0 || p->rank >= p->size)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params->rank=%d outside 0..%d",
+                        p->rank, p->size - 1);
+    if (p->allgather == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params->allgather is NULL");
+    return OC_OK;
+}
+
+static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
+{
+    oc_context_t *ctx = team->ctx;
+    team_hello_t mine, *hello = NULL;
+    const void *addr;
+    size_t len, stride = 0;
+    unsigned char *padded = NULL, *all = NULL;
+    connect_args_t ca;
+    oc_status_t st;
+    int r;
+
+    st = ctx->nic->ops->address(ctx->nic, &addr, &len);
+    if (st != OC_OK)
+        return st;
+    mine.team_id = team->id;
+    mine.addr_len = (uint32_t)len;
+    hello = malloc((size_t)p->size * sizeof(*hello));
+    if (hello == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
+    if (p->allgather(&mine, hello, sizeof(mine), p->arg) != 0) {
+        free(hello);
+        return oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+    }
+    for (r = 0; r < p->size; r++) {
+        team->peer_ids[r] = hello[r].team_id;
+        if (hello[r].addr_len > stride)
+            stride = hello[r].addr_len;
+    }
+    padded = calloc(1, stride);
+    all = malloc((size_t)p->size * stride);
+    if (padded == NULL || all == NULL) {
+        st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: addresses");
+        goto out;
+    }
+    memcpy(padded, addr, len);
+    if (p->allgather(padded, all, stride, p->arg) != 0) {
+        st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+        goto out;
+    }
+    memset(&ca, 0, sizeof(ca));
+    ca.team = team;
+    ca.addrs = all;
+    ca.hello = hello;
+    ca.stride = stride;
+    oc_pe_call(ctx->pe, connect_fn, &ca);
+    st = ca.status;
+    if (st != OC_OK)
+        oc_error(st, "oc_team_create: %s", ca.error);
+out:
+    free(hello);
+    free(padded);
+    free(all);
+    return st;
+}
+
+oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team_t **out)
+{
+    oc_team_t *team;
+    oc_status_t st = check_params(ctx, p, out);
+
+    if (st != OC_OK)
+        return st;
+    *out = NULL;
+    team = calloc(1, sizeof(*team));
+    if (team == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: team");
+    team->ctx = ctx;
+    team->rank = p->rank;
+    team->size = p->size;
+    team->peer_ids = calloc((size_t)p->size, sizeof(*team->peer_ids));
+    team->eps = calloc((size_t)p->size, sizeof(*team->eps));
+    if (team->peer_ids == NULL || team->eps == NULL) {
+        st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
+    } else if ((st = registry_add(ctx, team)) == OC_OK) {
+        st = exchange(team, p);
+        if (st != OC_OK)
+            registry_remove(ctx, team);
+    }
+    if (st != OC_OK) {
+        free(team->peer_ids);
+        free(team->eps);
+        free(team);
+        return st;
+    }
+    atomic_fetch_add(&ctx->nteams, 1);
+    *out = team;
+    return OC_OK;
+}
+
+oc_status_t oc_team_free(oc_team_t *team)
+{
+    int nr;
+    if (team == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_free: team is NULL");
+    nr = atomic_load(&team->nrequests);
+    if (nr > 0)
+        return oc_error(OC_ERR_BUSY, "oc_team_free: %d request(s) on the team not freed", nr);
+    registry_remove(team->ctx, team);
+    /* A control-message handler may hold the team: let the engine pass by. */
+    oc_pe_sync(team->ctx->pe);
+    atomic_fetch_sub(&team->ctx->nteams, 1);
+    free(team->peer_ids);
+    free(team->eps);
+    free(team);
+    return OC_OK;
+}
+
+int oc_team_rank(const oc_team_t *team)
+{
+    return team != NULL ? team->rank : -1;
+}
+
+int oc_team_size(const oc_team_t *team)
+{
+    return team != NULL ? team->size : -1;
+}
+
+typedef struct {
+    const oc_team_t *team;
+    FILE *out;
+} paths_args_t;
+
+static void paths_fn(oc_pe_t *pe, void *arg)
+{
+    paths_args_t *a = arg;
+    oc_nic_t *nic = oc_pe_nic(pe);
+    int r;
+    for (r = 0; r < a->team->size; r++) {
+        if (r == a->team->rank)
+            continue;
+        fprintf(a->out, "rank %d -> rank %d:\n", a->team->rank, r);
+        nic->ops->describe_ep(nic, a->team->eps[r], a->out);
+    }
+    fflush(a->out);
+}
+
+oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
+{
+    paths_args_t a = {team, out};
+    if (team == NULL || out == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_team_print_paths: %s is NULL",
+                        team ? "out" : "team");
+    oc_pe_call(team->ctx->pe, paths_fn, &a);
+    return OC_OK;
+}

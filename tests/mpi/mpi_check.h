@@ -1,0 +1,48 @@
+/* Shared checking helpers for the multi-rank tests: count failures per rank,
+ * print them with the rank, and agree on the outcome at the end. */
+#ifndef MPI_CHECK_H
+#define MPI_CHECK_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "offcoll.h"
+
+static int check_failures;
+
+#define CHECK(cond, ...)                                                          \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            int rank_;                                                            \
+            MPI_Comm_rank(MPI_COMM_WORLD, &rank_);                                \
+            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", rank_, __FILE__, \
+                    __LINE__, #cond);                                             \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fprintf(stderr, "\n");                                                \
+            check_failures++;                                                     \
+        }                                                                         \
+    } while (0)
+
+/* An offcoll call that must succeed; a failure is fatal for this rank's run
+ * of the current case (the message names the call and the library's detail). */
+#define CHECK_OC(call)                                                            \
+    do {                                                                          \
+        oc_status_t st_ = (call);                                                 \
+        CHECK(st_ == OC_OK, "%s -> %s (%s)", #call, oc_status_string(st_),        \
+              oc_last_error());                                                   \
+    } while (0)
+
+/* Ends the test: every rank learns the total; rank 0 prints the verdict. */
+static inline int check_finish(const char *name)
+{
+    int total = 0, rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&check_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%s: %s (%d failed checks)\n", name, total ? "FAIL" : "PASS", total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * Alltoall and alltoallv against MPI_Alltoall(v): every algorithm in both
+ * progress modes, block sizes 0, 1, 7, 4099 and 1 MiB, lists cut small and
+ * large; alltoallv with uneven and zero counts and non-monotonic
+ * displacements.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mpi_check.h"
+#include "offcoll_mpi.h"
+
+static int rank, nprocs;
+
+static unsigned char pattern(int src, int dst, size_t i, int salt)
+{
+    return (unsigned char)(src * 131 + dst * 31 + (int)(i % 251) * 7 + salt);
+}
+
+static oc_context_t *open_ctx(oc_progress_mode_t mode, oc_alg_t alg, oc_alg_t valg,
+                              unsigned list_max)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = mode;
+    cfg.alltoall_alg = alg;
+    cfg.alltoallv_alg = valg;
+    cfg.list_max = list_max;
+    cfg.ringk = 2;
+    cfg.timeout_s = 60;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    return ctx;
+}
+
+static void test_alltoall(oc_team_t *team, size_t block, int salt, const char *label)
+{
+    size_t total = block * (size_t)nprocs, i;
+    unsigned char *s = malloc(total + 1), *r = malloc(total + 1), *ref = malloc(total + 1);
+    oc_request_t *req = NULL;
+    int p;
+
+    for (p = 0; p < nprocs; p++)
+        for (i = 0; i < block; i++)
+            s[(size_t)p * block + i] = pattern(rank, p, i, salt);
+    memset(r, 0xEE, total + 1);
+    MPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE, MPI_COMM_WORLD);
+    CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+    CHECK_OC(oc_wait(req));
+    CHECK(memcmp(r, ref, total) == 0, "%s block %zu: data differs from MPI_Alltoall", label,
+          block);
+    CHECK(r[total] == 0xEE, "%s block %zu: wrote past the receive buffer", label, block);
+    CHECK_OC(oc_request_free(req));
+    free(s);
+    free(r);
+    free(ref);
+}
+
+/* Uneven counts (some zero), receive blocks placed in reverse rank order. */
+static void test_alltoallv(oc_team_t *team, size_t scale, int salt, const char *label)
+{
+    size_t *sc = calloc((size_t)nprocs, sizeof(size_t)), *sd = calloc((size_t)nprocs, sizeof(size_t));
+    size_t *rc = calloc((size_t)nprocs, sizeof(size_t)), *rd = calloc((size_t)nprocs, sizeof(size_t));
+    int *isc = calloc((size_t)nprocs, sizeof(int)), *isd = calloc((size_t)nprocs, sizeof(int));
+    int *irc = calloc((size_t)nprocs, sizeof(int)), *ird = calloc((size_t)nprocs, sizeof(int));
+    size_t stot = 0, rtot = 0, i;
+    unsigned char *s, *r, *ref;
+    oc_request_t *req = NULL;
+    int p;
+
+    /* count from a to b: zero when (a + 2b) % 3 == 0, else uneven. */
+#define COUNT(a, b) ((((a) + 2 * (b)) % 3 == 0) ? 0 : scale * (size_t)(1 + (a) + 3 * (b)))
+    for (p = 0; p < nprocs; p++) {
+        sc[p] = COUNT(rank, p);
+        rc[p] = COUNT(p, rank);
+    }
+    /* send blocks with a gap between them; receive blocks in reverse order */
+    for (p = 0; p < nprocs; p++) {
+        sd[p] = stot;
+        stot += sc[p] + 3;
+    }
+    for (p = nprocs - 1; p >= 0; p--) {
+        rd[p] = rtot;
+        rtot += rc[p] + 5;
+    }
+    s = malloc(stot + 1);
+    r = malloc(rtot + 1);
+    ref = malloc(rtot + 1);
+    memset(s, 0, stot + 1);
+    memset(r, 0xEE, rtot + 1);
+    memset(ref, 0xEE, rtot + 1);
+    for (p = 0; p < nprocs; p++) {
+        for (i = 0; i < sc[p]; i++)
+            s[sd[p] + i] = pattern(rank, p, i, salt);
+        isc[p] = (int)sc[p];
+        isd[p] = (int)sd[p];
+        irc[p] = (int)rc[p];
+        ird[p] = (int)rd[p];
+    }
+    MPI_Alltoallv(s, isc, isd, MPI_BYTE, ref, irc, ird, MPI_BYTE, MPI_COMM_WORLD);
+    CHECK_OC(oc_ialltoallv(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
+    CHECK_OC(oc_wait(req));
+    CHECK(memcmp(r, ref, rtot + 1) == 0, "%s alltoallv scale %zu: differs from MPI_Alltoallv",
+          label, scale);
+    CHECK_OC(oc_request_free(req));
+#undef COUNT
+    free(s); free(r); free(ref);
+    free(sc); free(sd); free(rc); free(rd);
+    free(isc); free(isd); free(irc); free(ird);
+}
+
+int main(int argc, char **argv)
+{
+    static const size_t blocks[] = {0, 1, 7, 4099, 1 << 20};
+    static const oc_alg_t algs[] = {OC_ALG_AUTO, OC_ALG_BURST, OC_ALG_PAIRWISE, OC_ALG_RINGK,
+                                    OC_ALG_BRUCK};
+    static const unsigned list_maxes[] = {64, 3};
+    int m, a, b, l;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+
+    for (m = 0; m < 2; m++)
+        for (a = 0; a < (int)(sizeof(algs) / sizeof(algs[0])); a++)
+            for (l = 0; l < 2; l++) {
+                oc_progress_mode_t mode = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+                oc_alg_t valg = algs[a] == OC_ALG_BRUCK ? OC_ALG_AUTO : algs[a];
+                oc_context_t *ctx = open_ctx(mode, algs[a], valg, list_maxes[l]);
+                oc_team_t *team = NULL;
+                char label[96];
+
+                if (ctx == NULL)
+                    continue;
+                snprintf(label, sizeof(label), "[%s %s list_max %u]", m ? "inline" : "thread",
+                         oc_alg_name(algs[a]), list_maxes[l]);
+                CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+                for (b = 0; b < (int)(sizeof(blocks) / sizeof(blocks[0])); b++)
+                    test_alltoall(team, blocks[b], a + b, label);
+                test_alltoallv(team, 1, a, label);
+                test_alltoallv(team, 3001, a + 1, label);
+                CHECK_OC(oc_team_free(team));
+                CHECK_OC(oc_finalize(ctx));
+            }
+    return check_finish("test_alltoall");
+}

@@ -1,0 +1,19 @@
+/* Error reporting shared by every layer: a status plus a per-thread detail. */
+#ifndef OC_ERROR_H
+#define OC_ERROR_H
+
+#include "offcoll.h"
+
+/* Records a printf-style detail for oc_last_error() and returns status. */
+oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Appends to the current detail (used to add context on the way up). */
+void oc_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void oc_error_clear(void);
+
+/* One-line notice on stderr, prefixed "offcoll: ", when verbose. */
+void oc_notice(int verbose, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
