@@ -18,6 +18,7 @@ struct oc_pe {
     unsigned spin_us;
     oc_mpsc_t queue;
     oc_pe_exec_t *ready;       /* lists whose trigger fired; engine-local */
+    oc_pe_exec_t *orphans;     /* released while their list is in flight */
     int wake_fd, epoll_fd;
     _Atomic int sleeping;
     int stop;
@@ -103,6 +104,15 @@ static void advance(oc_pe_t *pe, oc_pe_exec_t *x)
     finish(x, OC_OK);
 }
 
+static void free_orphan(oc_pe_t *pe, oc_pe_exec_t *x)
+{
+    oc_pe_exec_t **p = &pe->orphans;
+    while (*p != x)
+        p = &(*p)->orphan_next;
+    *p = x->orphan_next;
+    free(x);
+}
+
 static unsigned run_ready(oc_pe_t *pe)
 {
     unsigned n = 0;
@@ -112,7 +122,7 @@ static unsigned run_ready(oc_pe_t *pe)
         x->in_flight = 0;
         n++;
         if (x->orphan)
-            free(x);
+            free_orphan(pe, x);
         else if (x->cancelled)
             continue;
         else if (x->list.status != OC_OK)
@@ -146,11 +156,13 @@ void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status)
 
 void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x)
 {
-    (void)pe;
-    if (x->in_flight)
+    if (x->in_flight) {
         x->orphan = 1;
-    else
+        x->orphan_next = pe->orphans;
+        pe->orphans = x;
+    } else {
         free(x);
+    }
 }
 
 /* ---- hand-over ------------------------------------------------------------ */
@@ -329,8 +341,10 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
     oc_status_t st;
     int rc;
 
-    if (pe == NULL)
+    if (pe == NULL) {
+        nic->ops->destroy(nic);
         return oc_error(OC_ERR_NO_MEMORY, "progress engine");
+    }
     pe->nic = nic;
     pe->mode = mode;
     pe->spin_us = spin_us;
@@ -361,10 +375,24 @@ void oc_pe_destroy(oc_pe_t *pe)
 {
     if (pe == NULL)
         return;
+    double deadline;
     if (pe->have_thread) {
         oc_pe_call(pe, stop_fn, NULL);
         pthread_join(pe->thread, NULL);
         pe->have_thread = 0;
+    }
+    /* The backend is this thread's now. Cancelled lists usually finish with
+     * a little progress; what still waits on a gone peer ends with the
+     * backend, whose callbacks need the execs alive. */
+    deadline = oc_time_now() + 1.0;
+    while (pe->orphans != NULL && oc_time_now() < deadline)
+        oc_pe_progress(pe);
+    if (pe->nic != NULL)
+        pe->nic->ops->destroy(pe->nic);
+    while (pe->orphans != NULL) {
+        oc_pe_exec_t *x = pe->orphans;
+        pe->orphans = x->orphan_next;
+        free(x);
     }
     if (pe->wake_fd >= 0)
         close(pe->wake_fd);

@@ -49,12 +49,15 @@ struct oc_pe_exec {
     int cancelled;   /* complete() already reported; ignore the late done() */
     int orphan;      /* released while in flight: free when done() comes */
     oc_pe_exec_t *ready_next;
+    oc_pe_exec_t *orphan_next;
 };
 
+/* Takes ownership of nic (also on failure). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
                          oc_pe_t **pe);
-/* Stops the thread. Execs still in flight are abandoned to the backend's
- * destruction, which the caller does next. */
+/* Stops the thread, gives released execs whose lists are still in flight a
+ * moment to finish, destroys the backend (which ends what is left), then
+ * frees them. */
 void oc_pe_destroy(oc_pe_t *pe);
 
 oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);

@@ -12,9 +12,12 @@ static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise"
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
 
+#define NAME_OF(names, v) \
+    ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof(names[0]) ? names[v] : "invalid")
+
 const char *oc_alg_name(oc_alg_t alg)
 {
-    return (alg >= 0 && alg < OC_ALG_COUNT_) ? alg_names[alg] : "invalid";
+    return NAME_OF(alg_names, alg);
 }
 
 static oc_status_t parse_enum(const char *var, const char *const *names, int count, int *out)
@@ -44,7 +47,8 @@ static oc_status_t parse_uint(const char *var, unsigned long long min, unsigned 
         return OC_OK;
     errno = 0;
     x = strtoull(v, &end, 10);
-    if (errno != 0 || *end != '\0' || v[0] == '-' || x < min || x > max)
+    /* strtoull skips blanks and accepts a sign: insist on digits only. */
+    if (v[0] < '0' || v[0] > '9' || errno != 0 || *end != '\0' || x < min || x > max)
         return oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected an integer from %llu to %llu", var,
                         v, min, max);
     *out = x;
@@ -143,7 +147,7 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_SPIN_US       = %u\n"
              "OC_TIMEOUT_S     = %g\n"
              "OC_VERBOSE       = %d\n",
-             progress_names[c->progress], backend_names[c->backend], c->list_max,
+             NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
              c->ringk_min, c->spin_us, c->timeout_s, c->verbose);
     return OC_OK;

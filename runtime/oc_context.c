@@ -81,8 +81,6 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
     if (st == OC_OK)
         st = oc_pe_create(ctx->nic, ctx->cfg.progress, ctx->cfg.spin_us, &ctx->pe);
     if (st != OC_OK) {
-        if (ctx->nic != NULL)
-            ctx->nic->ops->destroy(ctx->nic);
         pthread_mutex_destroy(&ctx->teams_lock);
         free(ctx);
         return st;
@@ -103,12 +101,11 @@ oc_status_t oc_finalize(oc_context_t *ctx)
     if (nt > 0 || nr > 0)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);
-    oc_pe_destroy(ctx->pe);
+    oc_pe_destroy(ctx->pe); /* and with it the backend */
     while ((e = ctx->ep_cache) != NULL) {
         ctx->ep_cache = e->next;
         free(e);
     }
-    ctx->nic->ops->destroy(ctx->nic);
     pthread_mutex_destroy(&ctx->teams_lock);
     free(ctx->teams);
     free(ctx);

@@ -123,12 +123,22 @@ static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const 
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+static uint32_t req_state(oc_request_t *req)
+{
+    return atomic_load(&req->state) & ~(uint32_t)OC_REQ_WAITERS;
+}
+
+/* Once DONE is published the application may free req at once, so the
+ * engine reads nothing of it afterwards: the waiters bit comes back from the
+ * exchange, and the futex wake only names the address (the kernel reads no
+ * user memory for FUTEX_WAKE). */
 static void req_complete(oc_pe_exec_t *x, oc_status_t st)
 {
     oc_request_t *req = x->owner;
+    uint32_t old;
     req->result = st;
-    atomic_store(&req->state, OC_REQ_DONE);
-    if (atomic_load(&req->waiters) > 0)
+    old = atomic_exchange(&req->state, OC_REQ_DONE);
+    if (old & OC_REQ_WAITERS)
         oc_futex_wake_all(&req->state);
 }
 
@@ -313,7 +323,7 @@ oc_status_t oc_start(oc_request_t *req)
         return oc_error(OC_ERR_INVALID_ARG,
                         "oc_start: req is not persistent (made by oc_i%s, not oc_%s_init)",
                         req->opname, req->opname);
-    switch (atomic_load(&req->state)) {
+    switch (req_state(req)) {
     case OC_REQ_ACTIVE:
         return oc_error(OC_ERR_BUSY, "oc_start: req is active (started and not yet completed)");
     case OC_REQ_DONE:
@@ -354,10 +364,10 @@ oc_status_t oc_test(oc_request_t *req)
     uint32_t state;
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_test: req is NULL");
-    state = atomic_load(&req->state);
+    state = req_state(req);
     if (state == OC_REQ_ACTIVE && oc_pe_mode(req->team->ctx->pe) == OC_PROGRESS_INLINE) {
         oc_pe_progress(req->team->ctx->pe);
-        state = atomic_load(&req->state);
+        state = req_state(req);
     }
     if (state == OC_REQ_ACTIVE)
         return OC_INPROGRESS;
@@ -372,7 +382,7 @@ static void cancel_fn(oc_pe_t *pe, void *arg)
     oc_pe_exec_t *x = req->x;
     size_t i, len = 0, cap = 256;
 
-    if (atomic_load(&req->state) != OC_REQ_ACTIVE)
+    if (req_state(req) != OC_REQ_ACTIVE)
         return; /* completed just in time */
     req->stuck_on = calloc(1, cap);
     if (req->stuck_on != NULL && x->in_flight)
@@ -393,22 +403,26 @@ static int wait_until(oc_request_t *req, double deadline)
 {
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
-        while (atomic_load(&req->state) == OC_REQ_ACTIVE) {
+        while (req_state(req) == OC_REQ_ACTIVE) {
             oc_pe_progress(pe);
             if (deadline > 0 && oc_time_now() >= deadline)
                 break;
         }
     } else {
-        atomic_fetch_add(&req->waiters, 1);
-        while (atomic_load(&req->state) == OC_REQ_ACTIVE) {
+        uint32_t s = atomic_load(&req->state);
+        while ((s & ~(uint32_t)OC_REQ_WAITERS) == OC_REQ_ACTIVE) {
             double left = deadline > 0 ? deadline - oc_time_now() : -1;
             if (deadline > 0 && left <= 0)
                 break;
-            oc_futex_wait(&req->state, OC_REQ_ACTIVE, left);
+            /* Announce the sleeper; the engine's exchange sees the bit. */
+            if (!(s & OC_REQ_WAITERS) &&
+                !atomic_compare_exchange_weak(&req->state, &s, s | OC_REQ_WAITERS))
+                continue;
+            oc_futex_wait(&req->state, s | OC_REQ_WAITERS, left);
+            s = atomic_load(&req->state);
         }
-        atomic_fetch_sub(&req->waiters, 1);
     }
-    return atomic_load(&req->state) == OC_REQ_ACTIVE;
+    return req_state(req) == OC_REQ_ACTIVE;
 }
 
 static int presence_complete(const oc_request_t *req)
@@ -435,7 +449,7 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
     if (req->presence != NULL) {
         atomic_store(&team->diag_req, req);
         oc_pe_call(pe, oc_diag_send_queries, req);
-        while (atomic_load(&req->state) == OC_REQ_ACTIVE && !presence_complete(req) &&
+        while (req_state(req) == OC_REQ_ACTIVE && !presence_complete(req) &&
                oc_time_now() < grace_end) {
             if (oc_pe_mode(pe) == OC_PROGRESS_INLINE)
                 oc_pe_progress(pe);
@@ -445,7 +459,7 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
         atomic_store(&team->diag_req, NULL);
         oc_pe_sync(pe); /* no handler still writes presence */
     }
-    if (atomic_load(&req->state) == OC_REQ_ACTIVE)
+    if (req_state(req) == OC_REQ_ACTIVE)
         oc_pe_call(pe, cancel_fn, req);
     st = take_result(req);
     if (st == OC_ERR_TIMEOUT) {
@@ -463,7 +477,7 @@ oc_status_t oc_wait(oc_request_t *req)
     double timeout, deadline;
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_wait: req is NULL");
-    if (atomic_load(&req->state) == OC_REQ_INACTIVE)
+    if (req_state(req) == OC_REQ_INACTIVE)
         return OC_OK;
     timeout = req->team->ctx->cfg.timeout_s;
     deadline = timeout > 0 ? oc_time_now() + timeout : 0;
@@ -477,7 +491,7 @@ oc_status_t oc_request_free(oc_request_t *req)
     oc_team_t *team;
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_request_free: req is NULL");
-    if (atomic_load(&req->state) == OC_REQ_ACTIVE)
+    if (req_state(req) == OC_REQ_ACTIVE)
         return oc_error(OC_ERR_BUSY,
                         "oc_request_free: req is active; complete it with oc_wait or oc_test");
     team = req->team;

@@ -41,7 +41,8 @@ struct oc_team {
     struct oc_request *_Atomic diag_req; /* request whose timeout is being diagnosed */
 };
 
-enum { OC_REQ_INACTIVE = 0, OC_REQ_ACTIVE = 1, OC_REQ_DONE = 2 };
+/* Request state word; OC_REQ_WAITERS is or-ed in while a thread sleeps on it. */
+enum { OC_REQ_INACTIVE = 0, OC_REQ_ACTIVE = 1, OC_REQ_DONE = 2, OC_REQ_WAITERS = 0x100 };
 
 enum { OC_PRESENCE_UNKNOWN = 0, OC_PRESENCE_STARTED = 1, OC_PRESENCE_ABSENT = 2 };
 
@@ -54,7 +55,6 @@ typedef struct oc_request {
     oc_sched_t sched;
     oc_pe_exec_t *x;
     _Atomic uint32_t state;
-    _Atomic uint32_t waiters;
     oc_status_t result;             /* written before state becomes DONE */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */
     char *stuck_on;                 /* ranks with unfinished tasks at cancel time */

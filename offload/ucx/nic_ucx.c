@@ -38,6 +38,7 @@ typedef struct {
     ucp_address_t *address;
     size_t address_len;
     int efd;
+    int verbose;
     struct oc_nic_ep *eps;
     am_msg_t *am_head, **am_tail;
 } nic_ucx_t;
@@ -367,12 +368,40 @@ static void close_eps(nic_ucx_t *nic)
     }
 }
 
+/* Messages of operations that timed out never find their receive; take them
+ * off the worker so that it is destroyed clean. */
+static void drop_unexpected(nic_ucx_t *nic)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h msg;
+    ucp_request_param_t param;
+    double deadline = oc_time_now() + 1.0;
+    size_t dropped = 0;
+
+    memset(&param, 0, sizeof(param));
+    while ((msg = ucp_tag_probe_nb(nic->worker, 0, 0, 1, &info)) != NULL) {
+        void *buf = malloc(info.length ? info.length : 1);
+        void *r = buf ? ucp_tag_msg_recv_nbx(nic->worker, buf, info.length, msg, &param) : NULL;
+        if (UCS_PTR_IS_PTR(r)) {
+            while (ucp_request_check_status(r) == UCS_INPROGRESS && oc_time_now() < deadline)
+                ucp_worker_progress(nic->worker);
+            if (ucp_request_check_status(r) == UCS_INPROGRESS)
+                ucp_request_cancel(nic->worker, r);
+            ucp_request_free(r);
+        }
+        free(buf);
+        dropped++;
+    }
+    oc_notice(nic->verbose && dropped, "dropped %zu message(s) of unfinished operations", dropped);
+}
+
 static void ucx_destroy(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     if (nic == NULL)
         return;
     if (nic->worker != NULL) {
+        drop_unexpected(nic);
         close_eps(nic);
         deliver_am(nic);
         if (nic->address != NULL)
@@ -406,7 +435,6 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
     ucp_config_t *config;
     nic_ucx_t *nic;
     ucs_status_t st;
-    (void)params;
 
     nic = calloc(1, sizeof(*nic));
     if (nic == NULL)
@@ -414,6 +442,7 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
     nic->base.ops = &ucx_ops;
     nic->am_tail = &nic->am_head;
     nic->efd = -1;
+    nic->verbose = params->verbose;
 
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) {

@@ -1,0 +1,161 @@
+/*
+ * Bad input returns an error status and a message naming the argument, never
+ * a crash: NULL buffers with non-zero size, size overflow, NULL team, freeing
+ * an active request, starting an active persistent request, displacements
+ * outside the buffer, overlapping receive blocks, counts that disagree
+ * between sender and receiver.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mpi_check.h"
+#include "offcoll_mpi.h"
+
+static int rank, nprocs;
+
+#define CHECK_ERR(call, want, needle)                                                   \
+    do {                                                                                \
+        oc_status_t st_ = (call);                                                       \
+        CHECK(st_ == (want), "%s returned %s, expected %s", #call, oc_status_string(st_), \
+              oc_status_string(want));                                                  \
+        CHECK(strstr(oc_last_error(), (needle)) != NULL,                                \
+              "%s: message \"%s\" does not name \"%s\"", #call, oc_last_error(), (needle)); \
+    } while (0)
+
+static void bad_arguments(oc_team_t *team)
+{
+    size_t n = (size_t)nprocs;
+    char *s = calloc(n, 64), *r = calloc(n, 64);
+    size_t *c = calloc(n, sizeof(size_t)), *d = calloc(n, sizeof(size_t));
+    oc_request_t *req = NULL;
+
+    CHECK_ERR(oc_ialltoall(NULL, s, r, 8, &req), OC_ERR_INVALID_ARG, "team is NULL");
+    CHECK_ERR(oc_ialltoall(team, NULL, r, 8, &req), OC_ERR_INVALID_ARG, "sbuf is NULL");
+    CHECK_ERR(oc_ialltoall(team, s, NULL, 8, &req), OC_ERR_INVALID_ARG, "rbuf is NULL");
+    CHECK_ERR(oc_ialltoall(team, s, r, 8, NULL), OC_ERR_INVALID_ARG, "req is NULL");
+    if (nprocs > 1) /* one rank: block_bytes * 1 cannot overflow */
+        CHECK_ERR(oc_alltoall_init(team, s, r, SIZE_MAX / 2 + 1, &req), OC_ERR_INVALID_ARG,
+                  "overflows");
+    CHECK_ERR(oc_ialltoall(team, s, s + 4, 8, &req), OC_ERR_INVALID_ARG, "overlap");
+    CHECK_ERR(oc_start(NULL), OC_ERR_INVALID_ARG, "req is NULL");
+    CHECK_ERR(oc_wait(NULL), OC_ERR_INVALID_ARG, "req is NULL");
+    CHECK_ERR(oc_test(NULL), OC_ERR_INVALID_ARG, "req is NULL");
+    CHECK_ERR(oc_request_free(NULL), OC_ERR_INVALID_ARG, "req is NULL");
+    CHECK_ERR(oc_team_free(NULL), OC_ERR_INVALID_ARG, "team is NULL");
+
+    /* alltoallv: each block checked against its buffer */
+    for (size_t i = 0; i < n; i++) {
+        c[i] = 16;
+        d[i] = i * 16;
+    }
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, NULL, d, r, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "scounts is NULL");
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, NULL, &req),
+              OC_ERR_INVALID_ARG, "rdispls is NULL");
+    CHECK_ERR(oc_ialltoallv(team, NULL, 64 * n, c, d, r, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "sbuf is NULL");
+    d[n - 1] = 64 * n - 8; /* the last block runs 8 bytes past the end */
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "sdispls[");
+    d[n - 1] = SIZE_MAX - 4; /* displacement + count wraps around */
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "outside sbuf_bytes");
+    d[n - 1] = (n - 1) * 16;
+    if (n > 1) {
+        size_t *rd = calloc(n, sizeof(size_t));
+        memcpy(rd, d, n * sizeof(size_t));
+        rd[1] = 8; /* overlaps rank 0's block at 0..16 */
+        CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, rd, &req),
+                  OC_ERR_INVALID_ARG, "overlap");
+        free(rd);
+    }
+    CHECK(req == NULL, "a refused call leaves *req NULL");
+    free(s); free(r); free(c); free(d);
+}
+
+/* Rank 0 starts while the others hold back: its request stays active. */
+static void active_request(oc_team_t *team)
+{
+    size_t n = (size_t)nprocs;
+    char *s = calloc(n, 8), *r = calloc(n, 8);
+    oc_request_t *req = NULL;
+
+    if (nprocs < 2) {
+        if (rank == 0)
+            printf("test_errors: SKIP active-request checks: one rank completes at once\n");
+        free(s);
+        free(r);
+        return;
+    }
+    CHECK_OC(oc_alltoall_init(team, s, r, 8, &req));
+    if (rank == 0) {
+        CHECK_OC(oc_start(req));
+        CHECK_ERR(oc_start(req), OC_ERR_BUSY, "active");
+        CHECK_ERR(oc_request_free(req), OC_ERR_BUSY, "active");
+        CHECK(oc_test(req) == OC_INPROGRESS, "rank 0's request completes without its peers");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0)
+        CHECK_OC(oc_start(req));
+    CHECK_OC(oc_wait(req));
+    CHECK_OC(oc_request_free(req));
+    free(s);
+    free(r);
+}
+
+/* Sender and receiver disagree on a block's size: both learn it. */
+static void mismatched_counts(oc_team_t *team)
+{
+    size_t n = (size_t)nprocs;
+    char *s = calloc(n, 64), *r = calloc(n, 64);
+    size_t *sc = calloc(n, sizeof(size_t)), *rc = calloc(n, sizeof(size_t));
+    size_t *d = calloc(n, sizeof(size_t));
+    oc_request_t *req = NULL;
+    oc_status_t st;
+
+    if (nprocs < 2) {
+        free(s); free(r); free(sc); free(rc); free(d);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sc[i] = rc[i] = 16;
+        d[i] = i * 64;
+    }
+    if (rank == 1)
+        rc[0] = 32; /* rank 0 sends 16 bytes, rank 1 expects 32 */
+    CHECK_OC(oc_ialltoallv(team, s, 64 * n, sc, d, r, 64 * n, rc, d, &req));
+    st = oc_wait(req);
+    if (rank == 1)
+        CHECK(st == OC_ERR_MISMATCH && strstr(oc_last_error(), "scounts/rcounts") != NULL,
+              "mismatch reported as %s: %s", oc_status_string(st), oc_last_error());
+    else
+        CHECK(st == OC_OK, "rank %d unaffected: %s", rank, oc_status_string(st));
+    CHECK_OC(oc_request_free(req));
+    free(s); free(r); free(sc); free(rc); free(d);
+}
+
+int main(int argc, char **argv)
+{
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_config_t cfg;
+    int m;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    for (m = 0; m < 2; m++) {
+        CHECK_OC(oc_config_init(&cfg));
+        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+        cfg.timeout_s = 60;
+        CHECK_OC(oc_init(&cfg, &ctx));
+        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+        bad_arguments(team);
+        active_request(team);
+        mismatched_counts(team);
+        CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "not freed");
+        CHECK_OC(oc_team_free(team));
+        CHECK_OC(oc_finalize(ctx));
+    }
+    return check_finish("test_errors");
+}

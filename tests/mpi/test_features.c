@@ -1,0 +1,179 @@
+/*
+ * Many operations in flight: 64 outstanding requests on one team, two teams
+ * (world and a split) used at the same time, and persistent alltoall and
+ * alltoallv requests restarted 1000 times with changing data, in both
+ * progress modes.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mpi_check.h"
+#include "offcoll_mpi.h"
+
+static int rank, nprocs;
+
+static unsigned char pattern(int src, int dst, size_t i, int salt)
+{
+    return (unsigned char)(src * 131 + dst * 31 + (int)(i % 251) * 7 + salt * 13);
+}
+
+static void fill(unsigned char *s, int me, int n, size_t block, int salt)
+{
+    int p;
+    size_t i;
+    for (p = 0; p < n; p++)
+        for (i = 0; i < block; i++)
+            s[(size_t)p * block + i] = pattern(me, p, i, salt);
+}
+
+/* Returns the first rank whose block in r is wrong, or -1. */
+static int verify(const unsigned char *r, int me, int n, size_t block, int salt)
+{
+    int p;
+    size_t i;
+    for (p = 0; p < n; p++)
+        for (i = 0; i < block; i++)
+            if (r[(size_t)p * block + i] != pattern(p, me, i, salt))
+                return p;
+    return -1;
+}
+
+static void outstanding_64(oc_team_t *team, const char *label)
+{
+    enum { NREQ = 64 };
+    const size_t block = 513;
+    size_t total = block * (size_t)nprocs;
+    unsigned char *s = malloc(total * NREQ), *r = malloc(total * NREQ);
+    oc_request_t *req[NREQ];
+    int k, bad;
+
+    for (k = 0; k < NREQ; k++) {
+        fill(s + k * total, rank, nprocs, block, k);
+        CHECK_OC(oc_ialltoall(team, s + k * total, r + k * total, block, &req[k]));
+    }
+    for (k = NREQ - 1; k >= 0; k--) { /* completion in reverse start order */
+        CHECK_OC(oc_wait(req[k]));
+        bad = verify(r + k * total, rank, nprocs, block, k);
+        CHECK(bad < 0, "%s request %d: block from rank %d wrong", label, k, bad);
+        CHECK_OC(oc_request_free(req[k]));
+    }
+    free(s);
+    free(r);
+}
+
+/* World and a split (even/odd ranks) interleaved, several of each in flight. */
+static void two_teams(oc_context_t *ctx, oc_team_t *world, const char *label)
+{
+    enum { NOPS = 8 };
+    MPI_Comm sub;
+    oc_team_t *half = NULL;
+    int srank, ssize, k, bad;
+    const size_t block = 1000;
+    unsigned char *ws, *wr, *hs, *hr;
+    oc_request_t *wreq[NOPS], *hreq[NOPS];
+    size_t wt = block * (size_t)nprocs;
+
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &sub); /* reversed order on purpose */
+    MPI_Comm_rank(sub, &srank);
+    MPI_Comm_size(sub, &ssize);
+    CHECK_OC(oc_team_create_mpi(ctx, sub, &half));
+    ws = malloc(wt * NOPS);
+    wr = malloc(wt * NOPS);
+    hs = malloc(block * (size_t)ssize * NOPS);
+    hr = malloc(block * (size_t)ssize * NOPS);
+    for (k = 0; k < NOPS; k++) {
+        size_t ht = block * (size_t)ssize;
+        fill(ws + k * wt, rank, nprocs, block, k);
+        fill(hs + k * ht, srank, ssize, block, 100 + k);
+        CHECK_OC(oc_ialltoall(world, ws + k * wt, wr + k * wt, block, &wreq[k]));
+        CHECK_OC(oc_ialltoall(half, hs + k * ht, hr + k * ht, block, &hreq[k]));
+    }
+    for (k = 0; k < NOPS; k++) {
+        size_t ht = block * (size_t)ssize;
+        CHECK_OC(oc_wait(hreq[k]));
+        CHECK_OC(oc_wait(wreq[k]));
+        bad = verify(wr + k * wt, rank, nprocs, block, k);
+        CHECK(bad < 0, "%s world op %d: block from rank %d wrong", label, k, bad);
+        bad = verify(hr + k * ht, srank, ssize, block, 100 + k);
+        CHECK(bad < 0, "%s split op %d: block from split rank %d wrong", label, k, bad);
+        CHECK_OC(oc_request_free(wreq[k]));
+        CHECK_OC(oc_request_free(hreq[k]));
+    }
+    CHECK_OC(oc_team_free(half));
+    MPI_Comm_free(&sub);
+    free(ws); free(wr); free(hs); free(hr);
+}
+
+/* 1000 restarts of one persistent alltoall and one persistent alltoallv (the
+ * latter with a block of rank-dependent size), data changing every time. */
+static void persistent_1000(oc_team_t *team, const char *label)
+{
+    const size_t block = 100;
+    size_t total = block * (size_t)nprocs;
+    unsigned char *s = malloc(total), *r = malloc(total);
+    unsigned char *vs = malloc(total), *vr = malloc(total);
+    size_t *sc = malloc(sizeof(size_t) * (size_t)nprocs), *sd = malloc(sizeof(size_t) * (size_t)nprocs);
+    size_t *rc = malloc(sizeof(size_t) * (size_t)nprocs), *rd = malloc(sizeof(size_t) * (size_t)nprocs);
+    oc_request_t *req = NULL, *vreq = NULL;
+    int it, p, bad = -1, vbad = -1;
+    size_t i;
+
+    for (p = 0; p < nprocs; p++) { /* rank a sends (a + b) % block + 1 bytes to b */
+        sc[p] = (size_t)(rank + p) % block + 1;
+        rc[p] = sc[p];
+        sd[p] = rd[p] = (size_t)p * block;
+    }
+    CHECK_OC(oc_alltoall_init(team, s, r, block, &req));
+    CHECK_OC(oc_alltoallv_init(team, vs, total, sc, sd, vr, total, rc, rd, &vreq));
+    CHECK(oc_test(req) == OC_OK, "%s an inactive persistent request tests complete", label);
+    for (it = 0; it < 1000 && req && vreq; it++) {
+        fill(s, rank, nprocs, block, it);
+        fill(vs, rank, nprocs, block, it + 7);
+        CHECK_OC(oc_start(req));
+        CHECK_OC(oc_start(vreq));
+        CHECK_OC(oc_wait(vreq));
+        CHECK_OC(oc_wait(req));
+        if (bad < 0 && (bad = verify(r, rank, nprocs, block, it)) >= 0)
+            CHECK(0, "%s restart %d: block from rank %d wrong", label, it, bad);
+        for (p = 0; p < nprocs && vbad < 0; p++)
+            for (i = 0; i < rc[p]; i++)
+                if (vr[rd[p] + i] != pattern(p, rank, i, it + 7)) {
+                    vbad = p;
+                    CHECK(0, "%s alltoallv restart %d: block from rank %d wrong", label, it, p);
+                    break;
+                }
+    }
+    CHECK_OC(oc_request_free(req));
+    CHECK_OC(oc_request_free(vreq));
+    free(s); free(r); free(vs); free(vr);
+    free(sc); free(sd); free(rc); free(rd);
+}
+
+int main(int argc, char **argv)
+{
+    int m;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+
+    for (m = 0; m < 2; m++) {
+        oc_config_t cfg;
+        oc_context_t *ctx = NULL;
+        oc_team_t *team = NULL;
+        const char *label = m ? "[inline]" : "[thread]";
+
+        CHECK_OC(oc_config_init(&cfg));
+        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+        cfg.timeout_s = 60;
+        CHECK_OC(oc_init(&cfg, &ctx));
+        if (ctx == NULL)
+            break;
+        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+        outstanding_64(team, label);
+        two_teams(ctx, team, label);
+        persistent_1000(team, label);
+        CHECK_OC(oc_team_free(team));
+        CHECK_OC(oc_finalize(ctx));
+    }
+    return check_finish("test_features");
+}

@@ -1,0 +1,82 @@
+/*
+ * A waiting engine sleeps: rank 0's request waits one second for a late
+ * rank 1; over that second neither rank 0's progress thread nor its waiting
+ * application thread may use 2% of a core. An idle context costs nothing
+ * either. (CPU time, not wall time: this is not a timing test.)
+ */
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "mpi_check.h"
+#include "offcoll_mpi.h"
+
+static double thread_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
+
+static double pe_cpu(oc_context_t *ctx)
+{
+    oc_stats_t st;
+    oc_context_stats(ctx, &st);
+    return st.progress_cpu_s;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, nprocs;
+    const size_t block = 256 * 1024; /* rendezvous: the sender waits for the receiver too */
+    char *s, *r;
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_request_t *req = NULL;
+    double w0, c0, p0, wall, app, pe;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    s = calloc((size_t)nprocs, block);
+    r = calloc((size_t)nprocs, block);
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = OC_PROGRESS_THREAD;
+    cfg.spin_us = 0;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+
+    /* idle: one second with nothing to do */
+    p0 = pe_cpu(ctx);
+    w0 = MPI_Wtime();
+    sleep(1);
+    pe = pe_cpu(ctx) - p0;
+    wall = MPI_Wtime() - w0;
+    CHECK(pe < 0.02 * wall, "idle progress thread used %.1f%% of a core", 100 * pe / wall);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1)
+        sleep(1); /* the late peer */
+    w0 = MPI_Wtime();
+    c0 = thread_cpu();
+    p0 = pe_cpu(ctx);
+    CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+    CHECK_OC(oc_wait(req));
+    wall = MPI_Wtime() - w0;
+    app = thread_cpu() - c0;
+    pe = pe_cpu(ctx) - p0;
+    if (rank == 0) {
+        printf("waited %.3f s for the late rank: progress thread %.3f%%, waiting thread %.3f%% "
+               "of a core\n", wall, 100 * pe / wall, 100 * app / wall);
+        CHECK(wall > 0.9, "rank 0 did wait for rank 1 (%.3f s)", wall);
+        CHECK(pe < 0.02 * wall, "progress thread used %.2f%% of a core", 100 * pe / wall);
+        CHECK(app < 0.02 * wall, "waiting thread used %.2f%% of a core", 100 * app / wall);
+    }
+    CHECK_OC(oc_request_free(req));
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(s);
+    free(r);
+    return check_finish("test_sleep");
+}

@@ -1,0 +1,75 @@
+/*
+ * oc_wait gives up after OC_TIMEOUT_S with OC_ERR_TIMEOUT and names the ranks
+ * that never took part: the last rank skips the call, every other rank must
+ * name it (and only it), whatever the algorithm and progress mode. With
+ * pairwise, most ranks wait on a peer that is itself stuck on the skipper, so
+ * the name cannot come from the unfinished transfers alone.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi_check.h"
+#include "offcoll_mpi.h"
+
+static int rank, nprocs;
+
+static void skip_case(oc_progress_mode_t mode, oc_alg_t alg)
+{
+    const int skipper = nprocs - 1;
+    const size_t block = 64;
+    char *s = calloc((size_t)nprocs, block), *r = calloc((size_t)nprocs, block);
+    char want[64];
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_request_t *req = NULL;
+    double t0, waited;
+    oc_status_t st;
+
+    CHECK_OC(oc_config_init(&cfg)); /* OC_TIMEOUT_S comes from the environment */
+    CHECK(cfg.timeout_s == 1.0, "OC_TIMEOUT_S=1 read as %g", cfg.timeout_s);
+    cfg.progress = mode;
+    cfg.alltoall_alg = alg;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    if (rank != skipper) {
+        CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+        t0 = MPI_Wtime();
+        st = oc_wait(req);
+        waited = MPI_Wtime() - t0;
+        snprintf(want, sizeof(want), "never took part: %d (", skipper);
+        CHECK(st == OC_ERR_TIMEOUT, "[%s %s] oc_wait returned %s",
+              mode ? "inline" : "thread", oc_alg_name(alg), oc_status_string(st));
+        CHECK(strstr(oc_last_error(), want) != NULL,
+              "[%s %s] message does not name rank %d alone: %s", mode ? "inline" : "thread",
+              oc_alg_name(alg), skipper, oc_last_error());
+        CHECK(waited >= 1.0 && waited < 5.0, "gave up after %.2f s with OC_TIMEOUT_S=1", waited);
+        if (rank == 0)
+            printf("rank 0 [%s %s]: %s\n", mode ? "inline" : "thread", oc_alg_name(alg),
+                   oc_last_error());
+        CHECK_OC(oc_request_free(req));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(s);
+    free(r);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    setenv("OC_TIMEOUT_S", "1", 1);
+    if (nprocs < 2) {
+        if (rank == 0)
+            printf("test_timeout: SKIP: needs 2 ranks or more (one rank never waits on a peer)\n");
+    } else {
+        skip_case(OC_PROGRESS_THREAD, OC_ALG_BURST);
+        skip_case(OC_PROGRESS_THREAD, OC_ALG_PAIRWISE);
+        skip_case(OC_PROGRESS_INLINE, OC_ALG_BURST);
+        skip_case(OC_PROGRESS_INLINE, OC_ALG_PAIRWISE);
+    }
+    return check_finish("test_timeout");
+}

@@ -1,0 +1,307 @@
+/*
+ * The progress engine end to end, with threads standing in for ranks: each
+ * thread opens its own context (its own UCX worker and, in thread mode, its
+ * own progress thread) and they meet over shared memory, as processes would.
+ * Meant to run under ThreadSanitizer too: the hand-over between application
+ * and progress threads is what it watches.
+ *
+ * A rank thread never calls cmocka (not thread-safe): it records its first
+ * failure, carries on so that its peers are not left waiting, and the test
+ * thread reports after joining.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "../../apps/oc_local_oob.h"
+#include "offcoll.h"
+#include "ut_data.h"
+
+enum { MAX_RANKS = 4, ROUNDS = 50, JOIN_TIMEOUT_S = 120, FREE_ROUNDS = 50000 };
+
+static const size_t blocks[] = {1, 1000, 100000};
+/* the largest alltoallv blocks (5 * scale) pass UCX's ~8 KB eager limit */
+static const size_t v_scale = 3000;
+static const size_t persistent_block = 1000;
+
+typedef struct {
+    oc_progress_mode_t mode;
+    int n;
+    oc_alg_t alg, valg;
+} pe_case_t;
+
+typedef struct {
+    const pe_case_t *c;
+    oc_local_member_t member;
+    char err[768]; /* first failure, "" if none */
+} rank_t;
+
+static void note(rank_t *me, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(rank_t *me, int line, const char *fmt, ...)
+{
+    va_list ap;
+    int len;
+    if (me->err[0] != '\0')
+        return;
+    len = snprintf(me->err, sizeof(me->err), "rank %d, line %d: ", me->member.rank, line);
+    va_start(ap, fmt);
+    vsnprintf(me->err + len, sizeof(me->err) - (size_t)len, fmt, ap);
+    va_end(ap);
+}
+
+static int check_oc(rank_t *me, int line, const char *what, oc_status_t st)
+{
+    if (st == OC_OK)
+        return 1;
+    note(me, line, "%s: %s (%s)", what, oc_status_string(st), oc_last_error());
+    return 0;
+}
+
+#define CHECK(cond, ...) ((cond) ? 1 : (note(me, __LINE__, __VA_ARGS__), 0))
+#define CHECK_OC(call) check_oc(me, __LINE__, #call, (call))
+
+/* Completes req by polling oc_test (which drives the schedule in inline
+ * mode) or by sleeping in oc_wait. */
+static oc_status_t finish(oc_request_t *req, int poll)
+{
+    oc_status_t st;
+    if (!poll)
+        return oc_wait(req);
+    while ((st = oc_test(req)) == OC_INPROGRESS)
+        sched_yield(); /* more threads than cores: let the peers run */
+    return st;
+}
+
+static void check_data(rank_t *me, int line, const ut_layout_t *l, const unsigned char *rbuf,
+                       unsigned salt, const char *what)
+{
+    long bad = ut_check(l, rbuf, salt);
+    if (bad >= 0)
+        note(me, line, "%s: receive byte %ld of %zu is wrong", what, bad, l->rbytes);
+}
+
+/* One non-blocking alltoall (equal shape) or alltoallv, checked. */
+static void exchange(rank_t *me, oc_team_t *team, ut_shape_t shape, size_t scale, unsigned salt,
+                     int poll)
+{
+    const pe_case_t *c = me->c;
+    ut_layout_t l;
+    unsigned char *s, *r;
+    oc_request_t *req = NULL;
+    oc_status_t st;
+
+    ut_layout_init(&l, shape, me->member.rank, c->n, scale);
+    s = malloc(l.sbytes + 1);
+    r = malloc(l.rbytes + 1);
+    ut_fill(&l, s, r, salt);
+    if (shape == UT_EQUAL)
+        st = oc_ialltoall(team, s, r, scale, &req);
+    else
+        st = oc_ialltoallv(team, s, l.sbytes, l.sc, l.sd, r, l.rbytes, l.rc, l.rd, &req);
+    if (CHECK_OC(st)) {
+        oc_alg_t want = shape == UT_EQUAL ? c->alg : c->valg;
+        CHECK(oc_request_alg(req) == want, "runs %s, configured %s",
+              oc_alg_name(oc_request_alg(req)), oc_alg_name(want));
+        if (CHECK_OC(finish(req, poll)))
+            check_data(me, __LINE__, &l, r, salt, shape == UT_EQUAL ? "alltoall" : "alltoallv");
+        CHECK_OC(oc_request_free(req));
+    }
+    ut_layout_fini(&l);
+    free(s);
+    free(r);
+}
+
+/* One schedule, restarted with new data each round. */
+static void persistent(rank_t *me, oc_team_t *team)
+{
+    ut_layout_t l;
+    unsigned char *s, *r;
+    oc_request_t *req = NULL;
+
+    ut_layout_init(&l, UT_EQUAL, me->member.rank, me->c->n, persistent_block);
+    s = malloc(l.sbytes);
+    r = malloc(l.rbytes);
+    if (CHECK_OC(oc_alltoall_init(team, s, r, persistent_block, &req))) {
+        CHECK(oc_test(req) == OC_OK, "an inactive persistent request is not complete");
+        for (unsigned i = 0; i < ROUNDS; i++) {
+            ut_fill(&l, s, r, 1000 + i);
+            if (!CHECK_OC(oc_start(req)))
+                break;
+            if (i == 0)
+                CHECK(oc_start(req) == OC_ERR_BUSY, "a second start of an active request");
+            if (!CHECK_OC(finish(req, (int)(i % 2))))
+                break;
+            check_data(me, __LINE__, &l, r, 1000 + i, "persistent alltoall");
+        }
+        CHECK_OC(oc_request_free(req));
+    }
+    ut_layout_fini(&l);
+    free(s);
+    free(r);
+}
+
+static void check_stats(rank_t *me, oc_context_t *ctx, uint64_t starts)
+{
+    oc_stats_t st;
+    if (!CHECK_OC(oc_context_stats(ctx, &st)))
+        return;
+    CHECK(st.requests_started == starts, "requests_started %llu, expected %llu",
+          (unsigned long long)st.requests_started, (unsigned long long)starts);
+    CHECK(st.lists_posted > 0, "no list posted");
+    CHECK(st.tasks_posted >= st.lists_posted, "%llu tasks in %llu lists",
+          (unsigned long long)st.tasks_posted, (unsigned long long)st.lists_posted);
+    CHECK(me->c->n == 1 || st.bytes_sent > 0, "no bytes sent");
+    CHECK(st.progress_cpu_s >= 0, "progress_cpu_s %g", st.progress_cpu_s);
+    CHECK(me->c->mode == OC_PROGRESS_THREAD || st.progress_cpu_s == 0,
+          "progress_cpu_s %g with no progress thread", st.progress_cpu_s);
+}
+
+static void *rank_main(void *arg)
+{
+    rank_t *me = arg;
+    const pe_case_t *c = me->c;
+    oc_team_params_t tp = oc_local_team_params(&me->member);
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    uint64_t starts = 0;
+    char token = 0, all[MAX_RANKS];
+
+    if (!CHECK_OC(oc_config_init(&cfg)))
+        return NULL;
+    cfg.progress = c->mode;
+    cfg.alltoall_alg = c->alg;
+    cfg.alltoallv_alg = c->valg;
+    cfg.list_max = 3; /* many lists: many trigger hand-offs */
+    cfg.ringk = 2;
+    cfg.timeout_s = 30;
+    if (!CHECK_OC(oc_init(&cfg, &ctx)) || !CHECK_OC(oc_team_create(ctx, &tp, &team)))
+        goto out; /* the peers cannot go on either; the join times out */
+
+    for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++, starts++)
+        exchange(me, team, UT_EQUAL, blocks[i], (unsigned)i, (int)(i % 2));
+    exchange(me, team, UT_ZEROS, v_scale, 99, 0);
+    starts++;
+    persistent(me, team);
+    starts += ROUNDS;
+    check_stats(me, ctx, starts);
+
+    /* Nobody tears down endpoints that a peer still flushes to. */
+    oc_local_oob_allgather(&token, all, 1, &me->member);
+out:
+    if (team != NULL)
+        CHECK_OC(oc_team_free(team));
+    if (ctx != NULL)
+        CHECK_OC(oc_finalize(ctx));
+    return NULL;
+}
+
+static void run_case(const pe_case_t *c)
+{
+    oc_local_oob_t oob;
+    rank_t ranks[MAX_RANKS];
+    pthread_t th[MAX_RANKS];
+    struct timespec deadline;
+    int r, failed = 0;
+
+    assert_int_equal(oc_local_oob_init(&oob, c->n), 0);
+    for (r = 0; r < c->n; r++) {
+        ranks[r] = (rank_t){c, {&oob, r}, ""};
+        assert_int_equal(pthread_create(&th[r], NULL, rank_main, &ranks[r]), 0);
+    }
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += JOIN_TIMEOUT_S;
+    for (r = 0; r < c->n; r++) {
+        int rc = pthread_timedjoin_np(th[r], NULL, &deadline);
+        if (rc == ETIMEDOUT) /* the threads are abandoned: the process ends with the test */
+            fail_msg("%s, n=%d, %s/%s: rank %d hangs", c->mode ? "inline" : "thread", c->n,
+                     oc_alg_name(c->alg), oc_alg_name(c->valg), r);
+    }
+    for (r = 0; r < c->n; r++)
+        if (ranks[r].err[0] != '\0') {
+            print_error("%s, n=%d, %s/%s: %s\n", c->mode ? "inline" : "thread", c->n,
+                        oc_alg_name(c->alg), oc_alg_name(c->valg), ranks[r].err);
+            failed = 1;
+        }
+    oc_local_oob_fini(&oob);
+    assert_false(failed);
+}
+
+/* Every alltoall algorithm for one mode and team size; alltoallv has no
+ * Bruck and runs burst alongside it. */
+static void test_engine(void **state)
+{
+    static const oc_alg_t algs[] = {OC_ALG_BURST, OC_ALG_PAIRWISE, OC_ALG_RINGK, OC_ALG_BRUCK};
+    const pe_case_t *base = *state;
+    for (size_t i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
+        pe_case_t c = *base;
+        c.alg = algs[i];
+        c.valg = algs[i] == OC_ALG_BRUCK ? OC_ALG_BURST : algs[i];
+        run_case(&c);
+    }
+}
+
+/* The application may free a request the moment oc_test has reported it
+ * complete, even while the engine thread is still returning from the
+ * completion it signalled. A one-rank team keeps each round to one hand-over,
+ * so that the window comes up often; ASan and TSan see a late access. */
+static void test_free_at_completion(void **state)
+{
+    oc_local_oob_t oob;
+    oc_local_member_t m = {&oob, 0};
+    oc_team_params_t tp;
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    (void)state;
+
+    assert_int_equal(oc_local_oob_init(&oob, 1), 0);
+    tp = oc_local_team_params(&m);
+    assert_int_equal(oc_config_init(&cfg), OC_OK);
+    cfg.progress = OC_PROGRESS_THREAD;
+    assert_int_equal(oc_init(&cfg, &ctx), OC_OK);
+    assert_int_equal(oc_team_create(ctx, &tp, &team), OC_OK);
+    for (unsigned i = 0; i < FREE_ROUNDS; i++) {
+        unsigned char s = (unsigned char)i, r = (unsigned char)~i;
+        oc_request_t *req = NULL;
+        oc_status_t st;
+        assert_int_equal(oc_ialltoall(team, &s, &r, 1, &req), OC_OK);
+        while ((st = oc_test(req)) == OC_INPROGRESS)
+            ;
+        assert_int_equal(st, OC_OK);
+        assert_int_equal(r, s);
+        assert_int_equal(oc_request_free(req), OC_OK);
+    }
+    assert_int_equal(oc_team_free(team), OC_OK);
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    oc_local_oob_fini(&oob);
+}
+
+#define MODE_N(mode, n) {mode, n, OC_ALG_AUTO, OC_ALG_AUTO}
+static pe_case_t cases[] = {
+    MODE_N(OC_PROGRESS_THREAD, 1), MODE_N(OC_PROGRESS_THREAD, 2),
+    MODE_N(OC_PROGRESS_THREAD, 3), MODE_N(OC_PROGRESS_THREAD, 4),
+    MODE_N(OC_PROGRESS_INLINE, 1), MODE_N(OC_PROGRESS_INLINE, 2),
+    MODE_N(OC_PROGRESS_INLINE, 3), MODE_N(OC_PROGRESS_INLINE, 4),
+};
+
+#define CASE(name, i) {name, test_engine, NULL, NULL, &cases[i]}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        CASE("thread progress, 1 rank", 0), CASE("thread progress, 2 ranks", 1),
+        CASE("thread progress, 3 ranks", 2), CASE("thread progress, 4 ranks", 3),
+        CASE("inline progress, 1 rank", 4), CASE("inline progress, 2 ranks", 5),
+        CASE("inline progress, 3 ranks", 6), CASE("inline progress, 4 ranks", 7),
+        cmocka_unit_test(test_free_at_completion),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
