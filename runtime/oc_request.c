@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 /* ---- argument checks ------------------------------------------------------ */
@@ -404,7 +405,10 @@ static int wait_until(oc_request_t *req, double deadline)
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
         while (req_state(req) == OC_REQ_ACTIVE) {
-            oc_pe_progress(pe);
+            /* An idle pass yields the core: with more ranks than cores the
+             * peer we wait for may need it (as MPI libraries do). */
+            if (oc_pe_progress(pe) == 0)
+                sched_yield();
             if (deadline > 0 && oc_time_now() >= deadline)
                 break;
         }
