@@ -1,0 +1,102 @@
+/*
+ * Error paths of the public calls that need no peers: every NULL or
+ * out-of-range argument is refused with OC_ERR_INVALID_ARG and a message that
+ * names it; the accessors answer a NULL object with a harmless value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "offcoll.h"
+
+#define assert_refused(call, needle)                                     \
+    do {                                                                 \
+        assert_int_equal((call), OC_ERR_INVALID_ARG);                    \
+        if (strstr(oc_last_error(), (needle)) == NULL)                   \
+            fail_msg("%s: \"%s\" does not name \"%s\"", #call,           \
+                     oc_last_error(), (needle));                         \
+    } while (0)
+
+static int never_called(const void *src, void *dst, size_t len, void *arg)
+{
+    (void)src, (void)dst, (void)len, (void)arg;
+    fail_msg("the allgather ran although the parameters were refused");
+    return -1;
+}
+
+static int setup(void **state)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    if (oc_config_init(&cfg) != OC_OK)
+        return -1;
+    cfg.progress = OC_PROGRESS_INLINE;
+    if (oc_init(&cfg, &ctx) != OC_OK)
+        return -1;
+    *state = ctx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    return oc_finalize(*state) == OC_OK ? 0 : -1;
+}
+
+static void test_team_create_args(void **state)
+{
+    oc_context_t *ctx = *state;
+    oc_team_t *team = NULL;
+    oc_team_params_t p = {0, 2, never_called, NULL};
+
+    assert_refused(oc_team_create(NULL, &p, &team), "ctx is NULL");
+    assert_refused(oc_team_create(ctx, NULL, &team), "params is NULL");
+    assert_refused(oc_team_create(ctx, &p, NULL), "team is NULL");
+    p.size = 0;
+    assert_refused(oc_team_create(ctx, &p, &team), "params->size=0");
+    p.size = 2;
+    p.rank = 2;
+    assert_refused(oc_team_create(ctx, &p, &team), "params->rank=2");
+    p.rank = -1;
+    assert_refused(oc_team_create(ctx, &p, &team), "params->rank=-1");
+    p.rank = 0;
+    p.allgather = NULL;
+    assert_refused(oc_team_create(ctx, &p, &team), "params->allgather is NULL");
+    assert_null(team);
+}
+
+static void test_context_args(void **state)
+{
+    oc_context_t *ctx = *state;
+    oc_stats_t stats;
+    oc_config_t cfg;
+
+    assert_refused(oc_context_stats(NULL, &stats), "ctx is NULL");
+    assert_refused(oc_context_stats(ctx, NULL), "stats is NULL");
+    assert_refused(oc_context_config(NULL, &cfg), "ctx is NULL");
+    assert_refused(oc_context_config(ctx, NULL), "cfg is NULL");
+    assert_refused(oc_team_print_paths(NULL, stdout), "team is NULL");
+    assert_string_equal(oc_context_backend_info(NULL), "");
+    assert_non_null(strstr(oc_context_backend_info(ctx), "ucx"));
+}
+
+static void test_null_accessors(void **state)
+{
+    (void)state;
+    assert_int_equal(oc_team_rank(NULL), -1);
+    assert_int_equal(oc_team_size(NULL), -1);
+    assert_int_equal(oc_request_alg(NULL), OC_ALG_AUTO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_team_create_args),
+        cmocka_unit_test(test_context_args),
+        cmocka_unit_test(test_null_accessors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
