@@ -373,9 +373,9 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
 
 void oc_pe_destroy(oc_pe_t *pe)
 {
+    double deadline;
     if (pe == NULL)
         return;
-    double deadline;
     if (pe->have_thread) {
         oc_pe_call(pe, stop_fn, NULL);
         pthread_join(pe->thread, NULL);

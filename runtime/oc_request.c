@@ -124,9 +124,15 @@ static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const 
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+/* The state without the waiters bit. */
+static uint32_t state_of(uint32_t word)
+{
+    return word & ~(uint32_t)OC_REQ_WAITERS;
+}
+
 static uint32_t req_state(oc_request_t *req)
 {
-    return atomic_load(&req->state) & ~(uint32_t)OC_REQ_WAITERS;
+    return state_of(atomic_load(&req->state));
 }
 
 /* Once DONE is published the application may free req at once, so the
@@ -414,7 +420,7 @@ static int wait_until(oc_request_t *req, double deadline)
         }
     } else {
         uint32_t s = atomic_load(&req->state);
-        while ((s & ~(uint32_t)OC_REQ_WAITERS) == OC_REQ_ACTIVE) {
+        while (state_of(s) == OC_REQ_ACTIVE) {
             double left = deadline > 0 ? deadline - oc_time_now() : -1;
             if (deadline > 0 && left <= 0)
                 break;

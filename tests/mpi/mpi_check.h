@@ -33,6 +33,22 @@ static int check_failures;
               oc_last_error());                                                   \
     } while (0)
 
+/* Byte i of the block src sends to dst; salt tells operations apart. */
+static inline unsigned char check_pattern(int src, int dst, size_t i, int salt)
+{
+    return (unsigned char)(src * 131 + dst * 31 + (int)(i % 251) * 7 + salt * 13);
+}
+
+/* Fills the n equal send blocks of rank me with check_pattern. */
+static inline void check_fill(unsigned char *s, int me, int n, size_t block, int salt)
+{
+    int p;
+    size_t i;
+    for (p = 0; p < n; p++)
+        for (i = 0; i < block; i++)
+            s[(size_t)p * block + i] = check_pattern(me, p, i, salt);
+}
+
 /* Ends the test: every rank learns the total; rank 0 prints the verdict. */
 static inline int check_finish(const char *name)
 {

@@ -12,11 +12,6 @@
 
 static int rank, nprocs;
 
-static unsigned char pattern(int src, int dst, size_t i, int salt)
-{
-    return (unsigned char)(src * 131 + dst * 31 + (int)(i % 251) * 7 + salt);
-}
-
 static oc_context_t *open_ctx(oc_progress_mode_t mode, oc_alg_t alg, oc_alg_t valg,
                               unsigned list_max)
 {
@@ -35,14 +30,11 @@ static oc_context_t *open_ctx(oc_progress_mode_t mode, oc_alg_t alg, oc_alg_t va
 
 static void test_alltoall(oc_team_t *team, size_t block, int salt, const char *label)
 {
-    size_t total = block * (size_t)nprocs, i;
+    size_t total = block * (size_t)nprocs;
     unsigned char *s = malloc(total + 1), *r = malloc(total + 1), *ref = malloc(total + 1);
     oc_request_t *req = NULL;
-    int p;
 
-    for (p = 0; p < nprocs; p++)
-        for (i = 0; i < block; i++)
-            s[(size_t)p * block + i] = pattern(rank, p, i, salt);
+    check_fill(s, rank, nprocs, block, salt);
     memset(r, 0xEE, total + 1);
     MPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE, MPI_COMM_WORLD);
     CHECK_OC(oc_ialltoall(team, s, r, block, &req));
@@ -91,7 +83,7 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, const char *
     memset(ref, 0xEE, rtot + 1);
     for (p = 0; p < nprocs; p++) {
         for (i = 0; i < sc[p]; i++)
-            s[sd[p] + i] = pattern(rank, p, i, salt);
+            s[sd[p] + i] = check_pattern(rank, p, i, salt);
         isc[p] = (int)sc[p];
         isd[p] = (int)sd[p];
         irc[p] = (int)rc[p];

@@ -12,20 +12,6 @@
 
 static int rank, nprocs;
 
-static unsigned char pattern(int src, int dst, size_t i, int salt)
-{
-    return (unsigned char)(src * 131 + dst * 31 + (int)(i % 251) * 7 + salt * 13);
-}
-
-static void fill(unsigned char *s, int me, int n, size_t block, int salt)
-{
-    int p;
-    size_t i;
-    for (p = 0; p < n; p++)
-        for (i = 0; i < block; i++)
-            s[(size_t)p * block + i] = pattern(me, p, i, salt);
-}
-
 /* Returns the first rank whose block in r is wrong, or -1. */
 static int verify(const unsigned char *r, int me, int n, size_t block, int salt)
 {
@@ -33,7 +19,7 @@ static int verify(const unsigned char *r, int me, int n, size_t block, int salt)
     size_t i;
     for (p = 0; p < n; p++)
         for (i = 0; i < block; i++)
-            if (r[(size_t)p * block + i] != pattern(p, me, i, salt))
+            if (r[(size_t)p * block + i] != check_pattern(p, me, i, salt))
                 return p;
     return -1;
 }
@@ -48,7 +34,7 @@ static void outstanding_64(oc_team_t *team, const char *label)
     int k, bad;
 
     for (k = 0; k < NREQ; k++) {
-        fill(s + k * total, rank, nprocs, block, k);
+        check_fill(s + k * total, rank, nprocs, block, k);
         CHECK_OC(oc_ialltoall(team, s + k * total, r + k * total, block, &req[k]));
     }
     for (k = NREQ - 1; k >= 0; k--) { /* completion in reverse start order */
@@ -83,8 +69,8 @@ static void two_teams(oc_context_t *ctx, oc_team_t *world, const char *label)
     hr = malloc(block * (size_t)ssize * NOPS);
     for (k = 0; k < NOPS; k++) {
         size_t ht = block * (size_t)ssize;
-        fill(ws + k * wt, rank, nprocs, block, k);
-        fill(hs + k * ht, srank, ssize, block, 100 + k);
+        check_fill(ws + k * wt, rank, nprocs, block, k);
+        check_fill(hs + k * ht, srank, ssize, block, 100 + k);
         CHECK_OC(oc_ialltoall(world, ws + k * wt, wr + k * wt, block, &wreq[k]));
         CHECK_OC(oc_ialltoall(half, hs + k * ht, hr + k * ht, block, &hreq[k]));
     }
@@ -127,8 +113,8 @@ static void persistent_1000(oc_team_t *team, const char *label)
     CHECK_OC(oc_alltoallv_init(team, vs, total, sc, sd, vr, total, rc, rd, &vreq));
     CHECK(oc_test(req) == OC_OK, "%s an inactive persistent request tests complete", label);
     for (it = 0; it < 1000 && req && vreq; it++) {
-        fill(s, rank, nprocs, block, it);
-        fill(vs, rank, nprocs, block, it + 7);
+        check_fill(s, rank, nprocs, block, it);
+        check_fill(vs, rank, nprocs, block, it + 7);
         CHECK_OC(oc_start(req));
         CHECK_OC(oc_start(vreq));
         CHECK_OC(oc_wait(vreq));
@@ -137,7 +123,7 @@ static void persistent_1000(oc_team_t *team, const char *label)
             CHECK(0, "%s restart %d: block from rank %d wrong", label, it, bad);
         for (p = 0; p < nprocs && vbad < 0; p++)
             for (i = 0; i < rc[p]; i++)
-                if (vr[rd[p] + i] != pattern(p, rank, i, it + 7)) {
+                if (vr[rd[p] + i] != check_pattern(p, rank, i, it + 7)) {
                     vbad = p;
                     CHECK(0, "%s alltoallv restart %d: block from rank %d wrong", label, it, p);
                     break;
