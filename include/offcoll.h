@@ -71,6 +71,13 @@ typedef enum {
 
 typedef enum { OC_BACKEND_AUTO = 0, OC_BACKEND_UCX, OC_BACKEND_VERBS } oc_backend_kind_t;
 
+/** How peers on the same host are reached. */
+typedef enum {
+    OC_INTRANODE_SHM = 0,     /**< shared memory (CPU copies: memcpy, CMA) */
+    OC_INTRANODE_LOOPBACK     /**< the network transport, as to a remote host (the NIC's
+                                   loopback path; TCP here) */
+} oc_intranode_t;
+
 /** Context configuration. Fill with oc_config_init(), then adjust fields. */
 typedef struct {
     oc_progress_mode_t progress;  /**< OC_PROGRESS=thread|inline */
@@ -84,6 +91,7 @@ typedef struct {
     unsigned spin_us;             /**< OC_SPIN_US: progress-thread spin before sleeping */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
+    oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */
 } oc_config_t;
 
 /** Defaults overridden by the OC_* environment variables. A malformed variable
@@ -147,8 +155,9 @@ oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
 /** Releases a team (local). Requests on it must have been freed (OC_ERR_BUSY). */
 oc_status_t oc_team_free(oc_team_t *team);
 
-/** Prints, for every other member, the transports the backend uses to reach
- *  it (UCX lanes). Blocks briefly on the progress engine. */
+/** Prints, for every other member, a line naming the transports the backend
+ *  uses to reach it and the OC_INTRANODE mode, then the backend's detailed
+ *  description (UCX lanes). Blocks briefly on the progress engine. */
 oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out);
 
 /** Rank and size of this process in the team; -1 for a NULL team. */
@@ -207,6 +216,124 @@ oc_status_t oc_request_free(oc_request_t *req);
 
 /** The algorithm a request runs (after auto selection). */
 oc_alg_t oc_request_alg(const oc_request_t *req);
+
+/* ---- One-sided windows and notified puts ----------------------------------------
+ *
+ * A window is memory exposed by every member of a team for one-sided puts. It
+ * is allocated by the backend, so that a put into it is done by the origin
+ * alone (a copy into mapped memory on shared memory, an RDMA write on a NIC).
+ * Puts are handed to the progress engine like collectives and return at once.
+ * A notified put also increments a counter at the target once its data is
+ * there, and wakes the target's progress engine; the target waits for a
+ * number of notifications without polling.
+ *
+ * Thread safety: puts and flushes may come from several threads; a counter is
+ * waited on by one thread at a time; create and free are collective and
+ * serialised with the team's collectives.
+ */
+
+typedef struct oc_win oc_win_t;
+
+/** Largest ncounters of oc_win_create. */
+#define OC_WIN_MAX_COUNTERS 4096
+
+/** Creates a window collectively: every member exposes size bytes (sizes may
+ *  differ; 0 is allowed) and gets ncounters notification counters (0 to
+ *  OC_WIN_MAX_COUNTERS). *base receives the local memory, zero-filled, owned
+ *  by the window and valid until oc_win_free. Sizes and keys are exchanged
+ *  here, so every member must call it, in the same order as its collectives. */
+oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
+                          oc_win_t **win);
+
+/** Collective: completes this member's puts (as oc_win_flush), waits until
+ *  every member has done so, then releases the window and its memory. */
+oc_status_t oc_win_free(oc_win_t *win);
+
+/** Size of target's window in bytes; -1 cast to size_t for a bad argument. */
+size_t oc_win_size(const oc_win_t *win, int target);
+
+/** Starts a put of len bytes from src into target's window at offset, and
+ *  returns. src must stay unchanged until oc_win_flush returns. A range not
+ *  inside target's window is refused with OC_ERR_OUT_OF_BOUNDS; nothing is
+ *  written then. target may be this rank. */
+oc_status_t oc_put(oc_win_t *win, int target, size_t offset, const void *src, size_t len);
+
+/** As oc_put; once the data is complete at the target, the target's counter
+ *  (0..ncounters-1) is incremented by one and its progress engine woken.
+ *  Notifications of one origin may overtake each other; counts are exact. */
+oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *src,
+                          size_t len, unsigned counter);
+
+/** Blocks until every put this process started on win before the call is
+ *  complete at its target (src buffers may then be reused). Returns the first
+ *  error of those puts, if any. */
+oc_status_t oc_win_flush(oc_win_t *win);
+
+/** Blocks until counter holds at least expected notifications not consumed
+ *  yet, and consumes expected of them. Sleeps in thread mode (progresses in
+ *  inline mode). After OC_TIMEOUT_S returns OC_ERR_TIMEOUT; oc_last_error()
+ *  then says how many arrived and which ranks sent none. */
+oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected);
+
+/** As oc_notify_wait without blocking: OC_OK (and consumes) if expected
+ *  notifications are there, OC_INPROGRESS if not. */
+oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
+
+/* ---- Halo-exchange plans -----------------------------------------------------------
+ *
+ * For a 3D Cartesian decomposition: the team's ranks form a dims[0] x dims[1]
+ * x dims[2] grid in row-major order (rank = (c0 * dims[1] + c1) * dims[2] + c2,
+ * as MPI_Cart_create without reordering). Each field is a C array of
+ * (n[0] + 2w) x (n[1] + 2w) x (n[2] + 2w) elements, dimension 0 slowest, its
+ * interior starting at (w, w, w); the ghost layers of width w around it
+ * receive the neighbours' boundary layers. The plan owns a window; faces are
+ * packed, put into the neighbours' windows with notification, and unpacked by
+ * the progress engine, so start and wait cost the caller almost nothing.
+ */
+
+typedef struct oc_halo oc_halo_t;
+
+typedef struct {
+    void *data;        /**< the array, ghosts included; owned by the caller */
+    size_t n[3];       /**< interior extents on this rank (may differ between ranks) */
+    size_t elem_size;  /**< 4 or 8 */
+} oc_halo_field_t;
+
+typedef struct {
+    int dims[3];       /**< process grid; the product is the team size */
+    int periodic[3];   /**< 1: the dimension wraps around */
+    unsigned width;    /**< ghost width w >= 1; at most n[d] wherever d has a neighbour */
+    int corners;       /**< 0: faces only (6 neighbours); 1: faces, edges and corners,
+                            by the sweep x, then y with x ghosts, then z with both.
+                            Ghost cells past a non-periodic edge are never written. */
+} oc_halo_params_t;
+
+/** Creates a plan collectively over team for nfields fields (each member
+ *  passes its own extents; neighbours must agree on the extents they share).
+ *  The fields' arrays must stay valid until oc_halo_free. */
+oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
+                           const oc_halo_field_t *fields, int nfields, oc_halo_t **halo);
+
+/** Starts the exchange of one field and returns. Until its oc_halo_wait
+ *  returns, the field's outer w interior layers must not be written and its
+ *  ghost cells not touched. OC_ERR_BUSY if that field is already in flight.
+ *  Every member starts the same fields in the same order per field. */
+oc_status_t oc_halo_start(oc_halo_t *halo, int field);
+
+/** Blocks until the field's ghost cells hold the neighbours' values (sleeps in
+ *  thread mode). After OC_TIMEOUT_S: OC_ERR_TIMEOUT naming the neighbours
+ *  whose data never came. OC_OK at once if the field is not in flight. */
+oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
+
+/** As oc_halo_wait without blocking: OC_OK when done, OC_INPROGRESS if not. */
+oc_status_t oc_halo_test(oc_halo_t *halo, int field);
+
+/** Team rank of the neighbour at offset (dx, dy, dz), each -1, 0 or 1, or -1
+ *  where there is none (a non-periodic edge). */
+int oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz);
+
+/** Collective: waits for fields in flight, then releases the plan. */
+oc_status_t oc_halo_free(oc_halo_t *halo);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,10 @@
  * called concurrently on one instance. A backend knows tasks, lists, endpoints
  * and the match context of a list; it never sees teams, requests or
  * algorithms.
+ *
+ * Self: a task whose peer is the match's own rank (no endpoint) is done
+ * locally: a PUT is a copy, a NOTIFY is delivered to this backend's own
+ * control-message callback after the current progress call.
  */
 #ifndef OC_NIC_H
 #define OC_NIC_H
@@ -17,6 +21,8 @@
 typedef struct oc_nic oc_nic_t;
 typedef struct oc_nic_ep oc_nic_ep_t;
 typedef struct oc_nic_list oc_nic_list_t;
+typedef struct oc_nic_mem oc_nic_mem_t;   /* memory peers may put into */
+typedef struct oc_nic_rkey oc_nic_rkey_t; /* a peer's key to its memory */
 
 /* What makes the messages of one list meet their peers' messages and no one
  * else's: the operation's number in the team and the team's id at each
@@ -45,6 +51,7 @@ struct oc_nic_list {
     void (*done)(oc_nic_list_t *list); /* the trigger: called inside progress */
     size_t outstanding;                /* backend's count of unfinished tasks */
     oc_status_t status;                /* first error of the list, else OC_OK */
+    oc_nic_t *nic;                     /* backend's: the instance it was posted to */
 };
 
 /* Control messages between progress engines (small, unordered, best effort). */
@@ -73,6 +80,17 @@ typedef struct {
     oc_status_t (*am_send)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len);
     /* Human-readable description of the path to ep (transports, lanes). */
     void (*describe_ep)(oc_nic_t *nic, oc_nic_ep_t *ep, FILE *out);
+    /* One-line summary of the path to ep ("posix/cma", "tcp"). */
+    void (*ep_transports)(oc_nic_t *nic, oc_nic_ep_t *ep, char *buf, size_t size);
+    /* Allocates size bytes (zero-filled) that peers write with PUT tasks
+     * without this process's CPU where the transport allows it. */
+    oc_status_t (*mem_alloc)(oc_nic_t *nic, size_t size, oc_nic_mem_t **mem, void **addr);
+    void (*mem_free)(oc_nic_t *nic, oc_nic_mem_t *mem);
+    /* The key peers need to reach mem, in a malloc'd buffer the caller frees. */
+    oc_status_t (*mem_pack)(oc_nic_t *nic, oc_nic_mem_t *mem, void **key, size_t *len);
+    oc_status_t (*rkey_unpack)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *key, size_t len,
+                               oc_nic_rkey_t **rkey);
+    void (*rkey_destroy)(oc_nic_t *nic, oc_nic_rkey_t *rkey);
 } oc_nic_ops_t;
 
 struct oc_nic {
@@ -83,6 +101,7 @@ struct oc_nic {
 
 typedef struct {
     int verbose;
+    int intranode_loopback; /* reach same-host peers through the network transport */
 } oc_nic_params_t;
 
 /* UCX backend (offload/ucx/). */

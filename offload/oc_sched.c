@@ -78,10 +78,11 @@ void oc_task_do_copy(const oc_task_t *t)
 {
     const char *src = t->src;
     char *dst = t->dst;
-    size_t i;
+    size_t i, j;
     /* Offsets from the base, so that a negative stride never forms a pointer
      * before the buffer. */
-    for (i = 0; i < t->count; i++)
-        memcpy(dst + (ptrdiff_t)i * t->dst_stride, src + (ptrdiff_t)i * t->src_stride,
-               t->len);
+    for (j = 0; j < t->count2; j++)
+        for (i = 0; i < t->count; i++)
+            memcpy(dst + (ptrdiff_t)j * t->dst_stride2 + (ptrdiff_t)i * t->dst_stride,
+                   src + (ptrdiff_t)j * t->src_stride2 + (ptrdiff_t)i * t->src_stride, t->len);
 }

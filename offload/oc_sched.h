@@ -18,7 +18,13 @@
 typedef enum {
     OC_TASK_SEND = 0, /* len bytes from src to team rank peer */
     OC_TASK_RECV,     /* len bytes from team rank peer into dst */
-    OC_TASK_COPY      /* count chunks of len bytes, src/dst advancing by their strides */
+    OC_TASK_COPY,     /* count2 x count chunks of len bytes, src/dst advancing by their
+                         strides (stride within a row of count, stride2 between rows) */
+    OC_TASK_PUT,      /* len bytes from src into peer's memory at raddr, through key obj */
+    OC_TASK_NOTIFY,   /* control message src/len to peer, sent once every earlier put to
+                         peer is remotely complete */
+    OC_TASK_FLUSH,    /* done once every earlier put to peer is remotely complete */
+    OC_TASK_WAIT      /* the engine's: until counter obj can give count; leads its list */
 } oc_task_type_t;
 
 typedef struct {
@@ -27,8 +33,10 @@ typedef struct {
     size_t len;
     const void *src;
     void *dst;
-    size_t count;
-    ptrdiff_t src_stride, dst_stride;
+    size_t count, count2;
+    ptrdiff_t src_stride, dst_stride, src_stride2, dst_stride2;
+    uint64_t raddr;
+    void *obj;
 } oc_task_t;
 
 /* A list is a range of the schedule's task array. Within a list, copies come
@@ -65,13 +73,26 @@ void *oc_sched_scratch(oc_sched_t *s, size_t size);
 
 static inline oc_task_t oc_task_send(int peer, const void *src, size_t len)
 {
-    oc_task_t t = {OC_TASK_SEND, peer, len, src, NULL, 1, 0, 0};
+    oc_task_t t = {.type = OC_TASK_SEND, .peer = peer, .len = len, .src = src};
     return t;
 }
 
 static inline oc_task_t oc_task_recv(int peer, void *dst, size_t len)
 {
-    oc_task_t t = {OC_TASK_RECV, peer, len, NULL, dst, 1, 0, 0};
+    oc_task_t t = {.type = OC_TASK_RECV, .peer = peer, .len = len, .dst = dst};
+    return t;
+}
+
+/* A 3D box copy: count2 rows of count chunks of len bytes. */
+static inline oc_task_t oc_task_copy_box(void *dst, ptrdiff_t dst_stride,
+                                         ptrdiff_t dst_stride2, const void *src,
+                                         ptrdiff_t src_stride, ptrdiff_t src_stride2,
+                                         size_t len, size_t count, size_t count2)
+{
+    oc_task_t t = {.type = OC_TASK_COPY, .peer = -1, .len = len, .src = src, .dst = dst,
+                   .count = count, .count2 = count2, .src_stride = src_stride,
+                   .dst_stride = dst_stride, .src_stride2 = src_stride2,
+                   .dst_stride2 = dst_stride2};
     return t;
 }
 
@@ -79,8 +100,7 @@ static inline oc_task_t oc_task_copy_strided(void *dst, ptrdiff_t dst_stride,
                                              const void *src, ptrdiff_t src_stride,
                                              size_t len, size_t count)
 {
-    oc_task_t t = {OC_TASK_COPY, -1, len, src, dst, count, src_stride, dst_stride};
-    return t;
+    return oc_task_copy_box(dst, dst_stride, 0, src, src_stride, 0, len, count, 1);
 }
 
 static inline oc_task_t oc_task_copy(void *dst, const void *src, size_t len)
@@ -88,13 +108,39 @@ static inline oc_task_t oc_task_copy(void *dst, const void *src, size_t len)
     return oc_task_copy_strided(dst, 0, src, 0, len, 1);
 }
 
+static inline oc_task_t oc_task_put(int peer, const void *src, size_t len, uint64_t raddr,
+                                    void *rkey)
+{
+    oc_task_t t = {.type = OC_TASK_PUT, .peer = peer, .len = len, .src = src,
+                   .raddr = raddr, .obj = rkey};
+    return t;
+}
+
+static inline oc_task_t oc_task_notify(int peer, const void *msg, size_t len)
+{
+    oc_task_t t = {.type = OC_TASK_NOTIFY, .peer = peer, .len = len, .src = msg};
+    return t;
+}
+
+static inline oc_task_t oc_task_flush(int peer)
+{
+    oc_task_t t = {.type = OC_TASK_FLUSH, .peer = peer};
+    return t;
+}
+
+static inline oc_task_t oc_task_wait(void *counter, size_t count)
+{
+    oc_task_t t = {.type = OC_TASK_WAIT, .peer = -1, .count = count, .obj = counter};
+    return t;
+}
+
 /* Executes a copy task on the calling CPU. */
 void oc_task_do_copy(const oc_task_t *t);
 
-/* Payload bytes of a task (len * count for copies). */
+/* Payload bytes of a task (len * count * count2 for copies). */
 static inline size_t oc_task_bytes(const oc_task_t *t)
 {
-    return t->len * t->count;
+    return t->type == OC_TASK_COPY ? t->len * t->count * t->count2 : t->len;
 }
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,30 +65,70 @@ static void finish(oc_pe_exec_t *x, oc_status_t st)
     x->complete(x, st);
 }
 
-/* Posts lists from x->next on until one stays in flight or the schedule ends. */
+static void park(oc_pe_exec_t *x, oc_pe_counter_t *c)
+{
+    x->parked_on = c;
+    x->park_next = c->parked;
+    c->parked = x;
+}
+
+static void unpark(oc_pe_exec_t *x)
+{
+    oc_pe_exec_t **p;
+    if (x->parked_on == NULL)
+        return;
+    for (p = &x->parked_on->parked; *p != x; p = &(*p)->park_next)
+        ;
+    *p = x->park_next;
+    x->parked_on = NULL;
+}
+
+/* Takes the WAIT tasks that lead list l; 0 (and x parked) if one must wait. */
+static int take_waits(oc_pe_exec_t *x, const oc_task_t *tasks, size_t ntasks)
+{
+    while (x->waits_taken < ntasks && tasks[x->waits_taken].type == OC_TASK_WAIT) {
+        const oc_task_t *t = &tasks[x->waits_taken];
+        if (!oc_pe_counter_take(t->obj, (uint32_t)t->count)) {
+            park(x, t->obj);
+            return 0;
+        }
+        x->waits_taken++;
+    }
+    return 1;
+}
+
+/* Posts lists from x->next on until one stays in flight, one waits for a
+ * counter, or the schedule ends. */
 static void advance(oc_pe_t *pe, oc_pe_exec_t *x)
 {
     const oc_sched_t *s = x->sched;
 
     while (x->next < s->nlists) {
-        const oc_task_list_t *l = &s->lists[x->next++];
-        size_t i, sent = 0, copied = 0;
+        const oc_task_list_t *l = &s->lists[x->next];
+        size_t i, sent = 0, copied = 0, nw;
         oc_status_t st;
 
-        x->list.tasks = &s->tasks[l->first];
-        x->list.ntasks = l->ntasks;
+        if (!take_waits(x, &s->tasks[l->first], l->ntasks))
+            return;
+        nw = x->waits_taken;
+        x->waits_taken = 0;
+        x->next++;
+        if (nw == l->ntasks)
+            continue;
+        x->list.tasks = &s->tasks[l->first + nw];
+        x->list.ntasks = l->ntasks - nw;
         x->list.match = &x->match;
         x->list.slots = x->slots;
         x->list.done = list_done;
-        for (i = 0; i < l->ntasks; i++) {
+        for (i = 0; i < x->list.ntasks; i++) {
             const oc_task_t *t = &x->list.tasks[i];
-            if (t->type == OC_TASK_SEND)
+            if (t->type == OC_TASK_SEND || t->type == OC_TASK_PUT)
                 sent += t->len;
             else if (t->type == OC_TASK_COPY)
                 copied += oc_task_bytes(t);
         }
         STAT_ADD(pe, lists_posted, 1);
-        STAT_ADD(pe, tasks_posted, l->ntasks);
+        STAT_ADD(pe, tasks_posted, x->list.ntasks);
         STAT_ADD(pe, bytes_sent, sent);
         STAT_ADD(pe, bytes_copied, copied);
 
@@ -141,12 +182,16 @@ static void run_start(oc_pe_t *pe, oc_pe_item_t *item)
     x->in_flight = 0;
     x->cancelled = 0;
     x->orphan = 0;
+    x->waits_taken = 0;
+    x->parked_on = NULL;
+    x->list.status = OC_OK; /* a restart after a failure resumes from a WAIT clean */
     STAT_ADD(pe, requests_started, 1);
     advance(pe, x);
 }
 
 void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status)
 {
+    unpark(x);
     if (x->in_flight) {
         x->cancelled = 1;
         pe->nic->ops->cancel_list(pe->nic, &x->list);
@@ -156,6 +201,7 @@ void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status)
 
 void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x)
 {
+    unpark(x);
     if (x->in_flight) {
         x->orphan = 1;
         x->orphan_next = pe->orphans;
@@ -163,6 +209,65 @@ void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x)
     } else {
         free(x);
     }
+}
+
+/* ---- counters ---------------------------------------------------------------- */
+
+void oc_pe_counter_init(oc_pe_counter_t *c)
+{
+    atomic_init(&c->arrived, 0);
+    atomic_init(&c->consumed, 0);
+    atomic_init(&c->sleepers, 0);
+    c->parked = NULL;
+}
+
+int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n)
+{
+    uint32_t used = atomic_load(&c->consumed);
+    /* Unsigned differences: the counts may wrap. */
+    while (atomic_load(&c->arrived) - used >= n)
+        if (atomic_compare_exchange_weak(&c->consumed, &used, used + n))
+            return 1;
+    return 0;
+}
+
+void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
+{
+    oc_pe_exec_t *x;
+    /* Dekker-style with oc_pe_counter_wait: either the waiter sees the new
+     * count, or we see it asleep. */
+    atomic_fetch_add(&c->arrived, n);
+    if (atomic_load(&c->sleepers) > 0)
+        oc_futex_wake_all(&c->arrived);
+    while ((x = c->parked) != NULL) {
+        c->parked = x->park_next;
+        x->parked_on = NULL;
+        x->ready_next = pe->ready;
+        pe->ready = x;
+    }
+}
+
+oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline)
+{
+    while (!oc_pe_counter_take(c, n)) {
+        double left = deadline > 0 ? deadline - oc_time_now() : -1;
+        if (deadline > 0 && left <= 0)
+            return OC_ERR_TIMEOUT;
+        if (pe->mode == OC_PROGRESS_INLINE) {
+            /* An idle pass yields the core to the peer we wait for. */
+            if (oc_pe_progress(pe) == 0)
+                sched_yield();
+            continue;
+        }
+        {
+            uint32_t seen = atomic_load(&c->arrived);
+            atomic_fetch_add(&c->sleepers, 1);
+            if (seen - atomic_load(&c->consumed) < n)
+                oc_futex_wait(&c->arrived, seen, left);
+            atomic_fetch_sub(&c->sleepers, 1);
+        }
+    }
+    return OC_OK;
 }
 
 /* ---- hand-over ------------------------------------------------------------ */

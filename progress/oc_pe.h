@@ -13,6 +13,8 @@
 #ifndef OC_PE_H
 #define OC_PE_H
 
+#include <stdatomic.h>
+
 #include "oc_mpsc.h"
 #include "oc_nic.h"
 #include "offcoll.h"
@@ -48,9 +50,21 @@ struct oc_pe_exec {
     int in_flight;   /* a list is posted and its done() has not come */
     int cancelled;   /* complete() already reported; ignore the late done() */
     int orphan;      /* released while in flight: free when done() comes */
+    size_t waits_taken;          /* leading WAIT tasks of list `next` already satisfied */
+    struct oc_pe_counter *parked_on; /* the counter a WAIT task is blocked on */
     oc_pe_exec_t *ready_next;
     oc_pe_exec_t *orphan_next;
+    oc_pe_exec_t *park_next;
 };
+
+/* A count of arrivals (notifications) that WAIT tasks and application threads
+ * consume. The engine adds; any thread takes. */
+typedef struct oc_pe_counter {
+    _Atomic uint32_t arrived;   /* futex word of sleeping application waiters */
+    _Atomic uint32_t consumed;
+    _Atomic uint32_t sleepers;  /* application threads asleep on arrived */
+    oc_pe_exec_t *parked;       /* engine only: execs blocked on a WAIT task here */
+} oc_pe_counter_t;
 
 /* Takes ownership of nic (also on failure). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
@@ -77,7 +91,8 @@ void oc_pe_sync(oc_pe_t *pe);
  * callbacks): the backend. */
 oc_nic_t *oc_pe_nic(oc_pe_t *pe);
 
-/* Engine context only: cancels x, which completes with status now. */
+/* Engine context only: cancels x, which completes with status now. A WAIT
+ * task it was blocked on gives up without consuming. */
 void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status);
 
 /* Engine context only: the owner drops x; freed now, or when its cancelled
@@ -89,5 +104,19 @@ void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x);
 unsigned oc_pe_progress(oc_pe_t *pe);
 
 void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
+
+void oc_pe_counter_init(oc_pe_counter_t *c);
+
+/* Engine context: n more arrivals; wakes sleeping waiters and resumes the
+ * execs blocked on c. */
+void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n);
+
+/* Any thread: consumes n arrivals if that many are unconsumed; 1 if it did. */
+int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
+
+/* Application thread: takes n arrivals, sleeping for them in thread mode and
+ * progressing in inline mode, until the deadline (oc_time_now() scale; 0 =
+ * none). OC_OK or OC_ERR_TIMEOUT. */
+oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline);
 
 #endif

@@ -11,6 +11,7 @@ static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise"
                                                      "bruck"};
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
+static const char *const intranode_names[] = {"shm", "loopback"};
 
 #define NAME_OF(names, v) \
     ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof(names[0]) ? names[v] : "invalid")
@@ -113,6 +114,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     ENUM("OC_BACKEND", backend_names, backend, oc_backend_kind_t)
     ENUM("OC_ALLTOALL_ALG", alg_names, alltoall_alg, oc_alg_t)
     ENUM("OC_ALLTOALLV_ALG", alg_names, alltoallv_alg, oc_alg_t)
+    ENUM("OC_INTRANODE", intranode_names, intranode, oc_intranode_t)
     UINT("OC_LIST_MAX", 2, 1u << 20, list_max)
     UINT("OC_RINGK", 1, 1u << 20, ringk)
     UINT("OC_BRUCK_MAX", 0, SIZE_MAX, bruck_max)
@@ -146,9 +148,11 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_RINGK_MIN     = %zu\n"
              "OC_SPIN_US       = %u\n"
              "OC_TIMEOUT_S     = %g\n"
-             "OC_VERBOSE       = %d\n",
+             "OC_VERBOSE       = %d\n"
+             "OC_INTRANODE     = %s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
-             c->ringk_min, c->spin_us, c->timeout_s, c->verbose);
+             c->ringk_min, c->spin_us, c->timeout_s, c->verbose,
+             NAME_OF(intranode_names, c->intranode));
     return OC_OK;
 }

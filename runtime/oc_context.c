@@ -21,6 +21,9 @@ static oc_status_t check_config(const oc_config_t *c)
         return oc_error(OC_ERR_INVALID_ARG,
                         "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk",
                         (int)c->alltoallv_alg);
+    if (c->intranode != OC_INTRANODE_SHM && c->intranode != OC_INTRANODE_LOOPBACK)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->intranode=%d is not an oc_intranode_t",
+                        (int)c->intranode);
     if (c->list_max < 2)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->list_max=%u: a task list needs room for 2",
                         c->list_max);
@@ -35,7 +38,8 @@ static oc_status_t check_config(const oc_config_t *c)
 static oc_status_t open_backend(oc_context_t *ctx)
 {
     char why[200];
-    oc_nic_params_t params = {ctx->cfg.verbose};
+    oc_nic_params_t params = {ctx->cfg.verbose,
+                              ctx->cfg.intranode == OC_INTRANODE_LOOPBACK};
     oc_status_t vst = oc_nic_verbs_probe(why, sizeof(why));
     oc_status_t st;
 
@@ -53,7 +57,7 @@ static oc_status_t open_backend(oc_context_t *ctx)
                  oc_nic_ucx_version(), why);
         oc_notice(ctx->cfg.verbose, "using UCX: verbs unavailable: %s", why);
     }
-    ctx->nic->am_cb = oc_diag_am_handler;
+    ctx->nic->am_cb = oc_ctx_am_handler;
     ctx->nic->am_arg = ctx;
     return OC_OK;
 }
@@ -133,6 +137,21 @@ oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats)
 const char *oc_context_backend_info(const oc_context_t *ctx)
 {
     return ctx != NULL ? ctx->backend_info : "";
+}
+
+void oc_ctx_am_handler(void *arg, const void *data, size_t len)
+{
+    oc_notify_msg_t n;
+    uint32_t type;
+    if (len < sizeof(type))
+        return;
+    memcpy(&type, data, sizeof(type));
+    if (type == OC_MSG_NOTIFY && len == sizeof(n)) {
+        memcpy(&n, data, sizeof(n));
+        oc_win_am_notify(arg, &n);
+    } else {
+        oc_diag_am_handler(arg, data, len);
+    }
 }
 
 oc_team_t *oc_ctx_team_get(oc_context_t *ctx, uint32_t id)

@@ -11,8 +11,6 @@
 
 #include <string.h>
 
-enum { DIAG_QUERY = 1, DIAG_REPLY = 2 };
-
 typedef struct {
     uint32_t type;
     uint32_t team_id;  /* the receiver's id for the team */
@@ -36,12 +34,11 @@ void oc_diag_send_queries(oc_pe_t *pe, void *arg)
     int r;
     for (r = 0; r < team->size; r++)
         if (r != team->rank)
-            send_msg(oc_pe_nic(pe), team, r, DIAG_QUERY, req->seq, 0);
+            send_msg(oc_pe_nic(pe), team, r, OC_MSG_DIAG_QUERY, req->seq, 0);
 }
 
-void oc_diag_am_handler(void *arg, const void *data, size_t len)
+void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len)
 {
-    oc_context_t *ctx = arg;
     oc_team_t *team;
     oc_request_t *req;
     diag_msg_t m;
@@ -52,10 +49,10 @@ void oc_diag_am_handler(void *arg, const void *data, size_t len)
     team = oc_ctx_team_get(ctx, m.team_id);
     if (team == NULL || m.from < 0 || m.from >= team->size || m.from == team->rank)
         return;
-    if (m.type == DIAG_QUERY) {
+    if (m.type == OC_MSG_DIAG_QUERY) {
         uint32_t upto = atomic_load(&team->started_upto);
-        send_msg(ctx->nic, team, m.from, DIAG_REPLY, m.seq, (int32_t)(upto - m.seq) > 0);
-    } else if (m.type == DIAG_REPLY) {
+        send_msg(ctx->nic, team, m.from, OC_MSG_DIAG_REPLY, m.seq, (int32_t)(upto - m.seq) > 0);
+    } else if (m.type == OC_MSG_DIAG_REPLY) {
         req = atomic_load(&team->diag_req);
         if (req != NULL && req->seq == m.seq)
             atomic_store(&req->presence[m.from],

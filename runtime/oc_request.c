@@ -192,6 +192,25 @@ static void req_destroy(oc_request_t *req)
     free(req);
 }
 
+/* Gives req, whose schedule is built, its engine state and operation number. */
+static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t **out)
+{
+    oc_team_t *team = req->team;
+    req->x = exec_alloc(req);
+    if (req->x == NULL) {
+        oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
+        req_destroy(req);
+        return st;
+    }
+    req->seq = atomic_fetch_add(&team->next_seq, 1);
+    req->x->match.seq = req->seq;
+    atomic_init(&req->state, OC_REQ_INACTIVE);
+    atomic_fetch_add(&team->nrequests, 1);
+    atomic_fetch_add(&team->ctx->nrequests, 1);
+    *out = req;
+    return OC_OK;
+}
+
 static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, int v,
                               const oc_coll_args_t *args, size_t mean_block,
                               oc_request_t **out)
@@ -208,23 +227,28 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, i
     req->alg = oc_coll_alltoall_select(&ctx->cfg, v, mean_block, team->size);
     oc_sched_init(&req->sched, ctx->cfg.list_max);
     st = oc_coll_alltoall_build(req->alg, args, &req->sched);
-    if (st == OC_OK) {
-        req->x = exec_alloc(req);
-        if (req->x == NULL)
-            st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
-    }
     if (st != OC_OK) {
         oc_error_append(" (%s, algorithm %s)", fn, oc_alg_name(req->alg));
         req_destroy(req);
         return st;
     }
-    req->seq = atomic_fetch_add(&team->next_seq, 1);
-    req->x->match.seq = req->seq;
-    atomic_init(&req->state, OC_REQ_INACTIVE);
-    atomic_fetch_add(&team->nrequests, 1);
-    atomic_fetch_add(&ctx->nrequests, 1);
-    *out = req;
-    return OC_OK;
+    return req_register(fn, req, out);
+}
+
+oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
+                              oc_request_t **out)
+{
+    oc_request_t *req = calloc(1, sizeof(*req));
+    if (req == NULL) {
+        oc_sched_fini(sched);
+        return oc_error(OC_ERR_NO_MEMORY, "%s: request", opname);
+    }
+    req->team = team;
+    req->persistent = 1;
+    req->opname = opname;
+    req->sched = *sched;
+    memset(sched, 0, sizeof(*sched));
+    return req_register(opname, req, out);
 }
 
 static void launch(oc_request_t *req)
@@ -383,6 +407,17 @@ oc_status_t oc_test(oc_request_t *req)
     return take_result(req);
 }
 
+static const char *task_verb(oc_task_type_t type)
+{
+    switch (type) {
+    case OC_TASK_SEND: return "send to";
+    case OC_TASK_RECV: return "receive from";
+    case OC_TASK_PUT: return "put to";
+    case OC_TASK_NOTIFY: return "notification to";
+    default: return "flush to";
+    }
+}
+
 static void cancel_fn(oc_pe_t *pe, void *arg)
 {
     oc_request_t *req = arg;
@@ -397,9 +432,7 @@ static void cancel_fn(oc_pe_t *pe, void *arg)
             const oc_task_t *t = &x->list.tasks[i];
             if (t->type != OC_TASK_COPY && x->slots[i].handle != NULL)
                 len += (size_t)snprintf(req->stuck_on + len, cap - len, "%s%s %d",
-                                        len ? ", " : " ", t->type == OC_TASK_SEND ? "send to"
-                                                                                   : "receive from",
-                                        t->peer);
+                                        len ? ", " : " ", task_verb(t->type), t->peer);
         }
     oc_pe_cancel(pe, x, OC_ERR_TIMEOUT);
 }
@@ -455,7 +488,8 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
     struct timespec ms = {0, 1000000};
     oc_status_t st;
 
-    req->presence = calloc((size_t)team->size, sizeof(*req->presence));
+    if (req->timeout_report == NULL)
+        req->presence = calloc((size_t)team->size, sizeof(*req->presence));
     if (req->presence != NULL) {
         atomic_store(&team->diag_req, req);
         oc_pe_call(pe, oc_diag_send_queries, req);
@@ -475,7 +509,10 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
     if (st == OC_ERR_TIMEOUT) {
         oc_error(OC_ERR_TIMEOUT, "oc_wait: %s (op %u on a team of %d, rank %d) timed out after %g s",
                  req->opname, req->seq, team->size, team->rank, timeout);
-        oc_diag_report(req);
+        if (req->timeout_report != NULL)
+            req->timeout_report(req);
+        else
+            oc_diag_report(req);
     }
     free(req->presence);
     req->presence = NULL;

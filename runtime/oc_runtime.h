@@ -23,9 +23,11 @@ struct oc_context {
     oc_pe_t *pe;
     char backend_info[320];
     oc_ep_entry_t *ep_cache;        /* engine context only */
-    pthread_mutex_t teams_lock;     /* team registry: app threads and engine */
+    pthread_mutex_t teams_lock;     /* team and window registries: app threads and engine */
     oc_team_t **teams;              /* by local team id */
     size_t teams_cap;
+    struct oc_win *wins;            /* windows, found by id */
+    uint32_t next_win_id;           /* never reused: a late notification finds nothing */
     _Atomic int nteams, nrequests;
 };
 
@@ -37,7 +39,7 @@ struct oc_team {
     oc_nic_ep_t **eps;              /* by rank; NULL for self */
     _Atomic uint32_t next_seq;      /* operation numbers handed out */
     _Atomic uint32_t started_upto;  /* operations started: seq < started_upto */
-    _Atomic int nrequests;
+    _Atomic int nrequests, nwins;
     struct oc_request *_Atomic diag_req; /* request whose timeout is being diagnosed */
 };
 
@@ -58,13 +60,67 @@ typedef struct oc_request {
     oc_status_t result;             /* written before state becomes DONE */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */
     char *stuck_on;                 /* ranks with unfinished tasks at cancel time */
+    /* Instead of asking the team who started the operation (a halo exchange
+     * knows better whom it waits for): appends the diagnosis to the error. */
+    void (*timeout_report)(struct oc_request *req);
+    void *owner;
 } oc_request_t;
+
+/* Control messages between progress engines: a uint32_t type comes first. */
+enum { OC_MSG_DIAG_QUERY = 1, OC_MSG_DIAG_REPLY = 2, OC_MSG_NOTIFY = 3 };
+
+typedef struct {
+    uint32_t type;     /* OC_MSG_NOTIFY */
+    uint32_t win_id;   /* the target's id for the window */
+    uint32_t counter;
+    int32_t origin;    /* sender's rank in the team */
+} oc_notify_msg_t;
+
+typedef struct {
+    uint64_t addr;                  /* the peer's window base, in its address space */
+    size_t size;
+    uint32_t id;                    /* the peer's id for the window */
+    oc_nic_rkey_t *rkey;            /* NULL for self */
+} oc_win_peer_t;
+
+struct oc_win {
+    oc_team_t *team;
+    uint32_t id;
+    struct oc_win *next;            /* in the context's registry */
+    void *base;
+    size_t size;
+    oc_nic_mem_t *mem;
+    oc_win_peer_t *peers;           /* by team rank */
+    unsigned ncounters;
+    oc_pe_counter_t *counters;
+    _Atomic uint32_t *from;         /* arrivals by counter and origin: [c * size + origin] */
+    uint32_t *from_mark;            /* from[] when counter c's last wait completed */
+    _Atomic uint32_t puts_inflight; /* futex word of flushes */
+    _Atomic uint32_t flush_waiters;
+    _Atomic int put_error;          /* first failure of a put, an oc_status_t */
+};
 
 /* Context: registry lookup of a team by local id (NULL if none). */
 oc_team_t *oc_ctx_team_get(oc_context_t *ctx, uint32_t id);
 
-/* Control messages (timeout diagnosis), handled in engine context. */
-void oc_diag_am_handler(void *arg, const void *data, size_t len);
+/* Control messages, handled in engine context: the dispatcher (context), the
+ * timeout diagnosis and notifications. */
+void oc_ctx_am_handler(void *arg, const void *data, size_t len);
+void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len);
+void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
+
+/* Blocking collective exchange over the team's own network path: every
+ * member contributes len bytes, all receives size*len by rank. */
+oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
+
+/* Request running a schedule built by the caller (taken over, also on
+ * failure); persistent, started with oc_start. */
+oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
+                              oc_request_t **req);
+
+/* Window of n counters created for the runtime's own use (halo plans). */
+oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
+                                   unsigned ncounters, oc_win_t **win);
 
 /* Engine context: asks every other member of req's team whether it has
  * started req's operation. */

@@ -211,12 +211,15 @@ oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team
 
 oc_status_t oc_team_free(oc_team_t *team)
 {
-    int nr;
+    int nr, nw;
     if (team == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_team_free: team is NULL");
     nr = atomic_load(&team->nrequests);
-    if (nr > 0)
-        return oc_error(OC_ERR_BUSY, "oc_team_free: %d request(s) on the team not freed", nr);
+    nw = atomic_load(&team->nwins);
+    if (nr > 0 || nw > 0)
+        return oc_error(OC_ERR_BUSY,
+                        "oc_team_free: %d request(s) and %d window(s) or halo plan(s) on the "
+                        "team not freed", nr, nw);
     registry_remove(team->ctx, team);
     /* A control-message handler may hold the team: let the engine pass by. */
     oc_pe_sync(team->ctx->pe);
@@ -250,7 +253,10 @@ static void paths_fn(oc_pe_t *pe, void *arg)
     for (r = 0; r < a->team->size; r++) {
         if (r == a->team->rank)
             continue;
-        fprintf(a->out, "rank %d -> rank %d:\n", a->team->rank, r);
+        char tls[256];
+        nic->ops->ep_transports(nic, a->team->eps[r], tls, sizeof(tls));
+        fprintf(a->out, "rank %d -> rank %d: %s (OC_INTRANODE=%s)\n", a->team->rank, r, tls,
+                a->team->ctx->cfg.intranode == OC_INTRANODE_LOOPBACK ? "loopback" : "shm");
         nic->ops->describe_ep(nic, a->team->eps[r], a->out);
     }
     fflush(a->out);
@@ -264,4 +270,24 @@ oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
                         team ? "out" : "team");
     oc_pe_call(team->ctx->pe, paths_fn, &a);
     return OC_OK;
+}
+
+oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all)
+{
+    unsigned char *rep = malloc(len * (size_t)team->size + 1);
+    oc_request_t *req = NULL;
+    oc_status_t st;
+    int r;
+
+    if (rep == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "allgather of %zu bytes", len);
+    for (r = 0; r < team->size; r++)
+        memcpy(rep + (size_t)r * len, mine, len);
+    st = oc_ialltoall(team, rep, all, len, &req);
+    if (st == OC_OK)
+        st = oc_wait(req);
+    if (req != NULL)
+        oc_request_free(req);
+    free(rep);
+    return st;
 }

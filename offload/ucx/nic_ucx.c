@@ -1,9 +1,12 @@
 /*
  * UCX (UCP) backend. One worker in single-thread mode, driven only by the
  * thread that owns the backend instance. Tag send/receive carry the
- * collectives; the trigger of a list is its completion counter reaching
- * zero. Control messages travel as UCP active messages and are delivered
- * after ucp_worker_progress() returns, so that handlers may send.
+ * collectives, RMA puts into memory that UCX allocated carry one-sided
+ * data; the trigger of a list is its completion counter reaching zero.
+ * Control messages (notifications among them) travel as UCP active messages
+ * and are delivered after ucp_worker_progress() returns, so that handlers
+ * may send. A notification goes out once an endpoint flush has completed
+ * the puts before it: UCX 1.13 has no fence that orders across lanes.
  */
 #include "oc_nic.h"
 #include "oc_error.h"
@@ -15,6 +18,9 @@
 
 #define AM_ID_CONTROL 7
 
+/* Transports of OC_INTRANODE=loopback: every network one, no shared memory. */
+#define LOOPBACK_TLS "^sm"
+
 /* Tag: [63..48] team id at the receiver, [47..20] operation number,
  * [19..0] sender's rank in the team. */
 #define TAG_TEAM_SHIFT 48
@@ -23,6 +29,10 @@
 struct oc_nic_ep {
     ucp_ep_h ep;
     struct oc_nic_ep *next;
+};
+
+struct oc_nic_mem {
+    ucp_mem_h memh;
 };
 
 typedef struct am_msg {
@@ -41,6 +51,8 @@ typedef struct {
     int verbose;
     struct oc_nic_ep *eps;
     am_msg_t *am_head, **am_tail;
+    oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
+    size_t nflushed, flushed_cap;
 } nic_ucx_t;
 
 static inline uint64_t make_tag(uint32_t team_id, uint32_t seq, int rank)
@@ -97,11 +109,16 @@ static oc_status_t recv_status(ucs_status_t st, const ucp_tag_recv_info_t *info,
     return map_status(st);
 }
 
+static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
+{
+    return &slot->list->tasks[slot - slot->list->slots];
+}
+
 static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *info,
                     void *user_data)
 {
     oc_nic_slot_t *slot = user_data;
-    const oc_task_t *t = &slot->list->tasks[slot - slot->list->slots];
+    const oc_task_t *t = slot_task(slot);
     ucp_request_free(request);
     task_finished(slot, recv_status(st, info, t));
 }
@@ -109,6 +126,63 @@ static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *i
 /* Marks a slot whose operation is being posted: the completion callback may
  * run inside the posting call (it does for receives with NO_IMM_CMPL). */
 #define SLOT_POSTING ((void *)1)
+/* Marks a notification whose flush completed: it waits in nic->flushed. */
+#define SLOT_FLUSHED ((void *)2)
+
+static void am_queue(nic_ucx_t *nic, const void *data, size_t len);
+
+/* A notification's puts are remotely complete: queue it for sending after
+ * the progress call (sending from inside a UCX callback is not safe). */
+static void flush_notify_cb(void *request, ucs_status_t st, void *user_data)
+{
+    oc_nic_slot_t *slot = user_data;
+    nic_ucx_t *nic = (nic_ucx_t *)slot->list->nic;
+    ucp_request_free(request);
+    if (st != UCS_OK) {
+        task_finished(slot, map_status(st));
+        return;
+    }
+    if (nic->nflushed == nic->flushed_cap) {
+        size_t ncap = nic->flushed_cap ? 2 * nic->flushed_cap : 16;
+        oc_nic_slot_t **n = realloc(nic->flushed, ncap * sizeof(*n));
+        if (n == NULL) {
+            task_finished(slot, oc_error(OC_ERR_NO_MEMORY, "ucx: notification queue"));
+            return;
+        }
+        nic->flushed = n;
+        nic->flushed_cap = ncap;
+    }
+    slot->handle = SLOT_FLUSHED;
+    nic->flushed[nic->nflushed++] = slot;
+}
+
+static ucs_status_ptr_t send_notify(oc_nic_slot_t *slot, ucp_request_param_t *param)
+{
+    const oc_task_t *t = slot_task(slot);
+    param->cb.send = send_cb;
+    param->op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+    param->flags = UCP_AM_SEND_FLAG_EAGER;
+    return ucp_am_send_nbx(slot->list->match->eps[t->peer]->ep, AM_ID_CONTROL, NULL, 0, t->src,
+                           t->len, param);
+}
+
+static void request_param(ucp_request_param_t *param, oc_nic_slot_t *slot)
+{
+    memset(param, 0, sizeof(*param));
+    param->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FIELD_DATATYPE;
+    param->datatype = ucp_dt_make_contig(1);
+    param->user_data = slot;
+}
+
+/* Self: the peer is this process, which has no endpoint to itself. */
+static void do_local(nic_ucx_t *nic, const oc_task_t *t)
+{
+    if (t->type == OC_TASK_PUT && t->len > 0)
+        memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
+    else if (t->type == OC_TASK_NOTIFY)
+        am_queue(nic, t->src, t->len);
+}
 
 /* Posts one transfer, counted in list->outstanding until it finishes. */
 static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
@@ -118,21 +192,27 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     oc_nic_slot_t *slot = &list->slots[i];
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
+    const char *what;
 
-    memset(&param, 0, sizeof(param));
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_DATATYPE;
-    param.datatype = ucp_dt_make_contig(1);
-    param.user_data = slot;
     slot->list = list;
+    slot->handle = NULL;
+    if (t->peer == m->rank && t->type >= OC_TASK_PUT) {
+        do_local(nic, t);
+        return OC_OK;
+    }
+    request_param(&param, slot);
     slot->handle = SLOT_POSTING;
     list->outstanding++;
 
-    if (t->type == OC_TASK_SEND) {
+    switch (t->type) {
+    case OC_TASK_SEND:
+        what = "ucp_tag_send_nbx";
         param.cb.send = send_cb;
         sp = ucp_tag_send_nbx(m->eps[t->peer]->ep, t->src, t->len,
                               make_tag(m->peer_team_ids[t->peer], m->seq, m->rank), &param);
-    } else {
+        break;
+    case OC_TASK_RECV:
+        what = "ucp_tag_recv_nbx";
         /* Always complete through the callback: with UCX 1.13.1 here,
          * recv_info came back unfilled on immediate completion, and the
          * received length is what detects mismatched counts. */
@@ -140,6 +220,28 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
         param.cb.recv = recv_cb;
         sp = ucp_tag_recv_nbx(nic->worker, t->dst, t->len,
                               make_tag(m->team_id, m->seq, t->peer), UINT64_MAX, &param);
+        break;
+    case OC_TASK_PUT:
+        what = "ucp_put_nbx";
+        param.cb.send = send_cb;
+        sp = ucp_put_nbx(m->eps[t->peer]->ep, t->src, t->len, t->raddr, (ucp_rkey_h)t->obj,
+                         &param);
+        break;
+    case OC_TASK_NOTIFY:
+        what = "ucp_ep_flush_nbx";
+        param.cb.send = flush_notify_cb;
+        sp = ucp_ep_flush_nbx(m->eps[t->peer]->ep, &param);
+        if (sp == NULL) { /* nothing to wait for: send at once */
+            what = "ucp_am_send_nbx";
+            request_param(&param, slot);
+            sp = send_notify(slot, &param);
+        }
+        break;
+    default: /* OC_TASK_FLUSH */
+        what = "ucp_ep_flush_nbx";
+        param.cb.send = send_cb;
+        sp = ucp_ep_flush_nbx(m->eps[t->peer]->ep, &param);
+        break;
     }
     if (UCS_PTR_IS_PTR(sp)) {
         if (slot->handle == SLOT_POSTING) /* else the callback already ran */
@@ -149,18 +251,54 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     slot->handle = NULL;
     list->outstanding--;
     if (UCS_PTR_IS_ERR(sp))
-        return ucx_error(t->type == OC_TASK_SEND ? "ucp_tag_send_nbx" : "ucp_tag_recv_nbx",
-                         UCS_PTR_STATUS(sp));
+        return ucx_error(what, UCS_PTR_STATUS(sp));
     return OC_OK;
+}
+
+/* After progress: notifications whose flush completed go out. */
+static unsigned send_flushed(nic_ucx_t *nic)
+{
+    size_t i, n = nic->nflushed;
+    ucp_request_param_t param;
+
+    nic->nflushed = 0;
+    for (i = 0; i < n; i++) {
+        oc_nic_slot_t *slot = nic->flushed[i];
+        ucs_status_ptr_t sp;
+        request_param(&param, slot);
+        slot->handle = SLOT_POSTING;
+        sp = send_notify(slot, &param);
+        if (UCS_PTR_IS_PTR(sp)) {
+            if (slot->handle == SLOT_POSTING)
+                slot->handle = sp;
+        } else {
+            task_finished(slot, UCS_PTR_IS_ERR(sp)
+                                    ? ucx_error("ucp_am_send_nbx", UCS_PTR_STATUS(sp))
+                                    : OC_OK);
+        }
+    }
+    return (unsigned)n;
 }
 
 static void ucx_cancel_list(oc_nic_t *base, oc_nic_list_t *list)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
-    size_t i;
-    for (i = 0; i < list->ntasks; i++)
-        if (list->tasks[i].type != OC_TASK_COPY && list->slots[i].handle != NULL)
-            ucp_request_cancel(nic->worker, list->slots[i].handle);
+    size_t i, j, keep = 0;
+
+    /* A queued notification is not sent any more. */
+    for (j = 0; j < nic->nflushed; j++) {
+        oc_nic_slot_t *slot = nic->flushed[j];
+        if (slot->list == list)
+            task_finished(slot, OC_ERR_TIMEOUT);
+        else
+            nic->flushed[keep++] = slot;
+    }
+    nic->nflushed = keep;
+    for (i = 0; i < list->ntasks; i++) {
+        void *h = list->slots[i].handle;
+        if (list->tasks[i].type != OC_TASK_COPY && h != NULL && h != SLOT_POSTING)
+            ucp_request_cancel(nic->worker, h);
+    }
 }
 
 static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
@@ -175,6 +313,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
 
     /* One extra count, dropped after the loop, keeps done() from firing while
      * the list is still being posted. */
+    list->nic = base;
     list->status = OC_OK;
     list->outstanding = 1;
     for (i = 0; i < list->ntasks && st == OC_OK; i++)
@@ -195,22 +334,28 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
 static ucs_status_t am_recv_cb(void *arg, const void *header, size_t header_length,
                                void *data, size_t length, const ucp_am_recv_param_t *param)
 {
-    nic_ucx_t *nic = arg;
-    am_msg_t *m;
     (void)header;
     (void)header_length;
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV))
         return UCS_OK; /* control messages are small; a rendezvous one is not ours */
-    m = malloc(sizeof(*m) + length);
-    if (m == NULL)
-        return UCS_OK; /* best effort: a lost query only weakens a diagnosis */
+    am_queue(arg, data, length);
+    return UCS_OK;
+}
+
+/* Holds a control message until the progress call returns. */
+static void am_queue(nic_ucx_t *nic, const void *data, size_t len)
+{
+    am_msg_t *m = malloc(sizeof(*m) + len);
+    if (m == NULL) {
+        oc_notice(1, "ucx: out of memory: a control message of %zu bytes was lost", len);
+        return;
+    }
     m->next = NULL;
-    m->len = length;
-    memcpy(m->data, data, length);
+    m->len = len;
+    memcpy(m->data, data, len);
     *nic->am_tail = m;
     nic->am_tail = &m->next;
-    return UCS_OK;
 }
 
 static unsigned deliver_am(nic_ucx_t *nic)
@@ -269,6 +414,7 @@ static unsigned ucx_progress(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     unsigned n = ucp_worker_progress(nic->worker);
+    n += send_flushed(nic);
     return n + deliver_am(nic);
 }
 
@@ -276,7 +422,7 @@ static oc_status_t ucx_arm(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     ucs_status_t st;
-    if (nic->am_head != NULL)
+    if (nic->am_head != NULL || nic->nflushed > 0)
         return OC_ERR_BUSY;
     st = ucp_worker_arm(nic->worker);
     if (st == UCS_OK)
@@ -328,6 +474,111 @@ static void ucx_describe_ep(oc_nic_t *base, oc_nic_ep_t *ep, FILE *out)
 {
     (void)base;
     ucp_ep_print_info(ep->ep, out);
+}
+
+/* The transports of ep's lanes, from UCX's own description of it (1.13 has no
+ * query for them): "sysv/memory.0+cma/memory.0". */
+static void ucx_ep_transports(oc_nic_t *base, oc_nic_ep_t *ep, char *buf, size_t size)
+{
+    char *text = NULL, *line, *save = NULL;
+    size_t len = 0, used = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    (void)base;
+    if (size > 0)
+        buf[0] = '\0';
+    if (f == NULL)
+        return;
+    ucp_ep_print_info(ep->ep, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char tl[64];
+        const char *p = strstr(line, "lane[");
+        if (p == NULL || (p = strchr(p, ':')) == NULL || sscanf(p + 1, " %*d:%63s", tl) != 1)
+            continue;
+        if (strstr(buf, tl) == NULL && used + strlen(tl) + 2 < size)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "+" : "", tl);
+    }
+    free(text);
+}
+
+static oc_status_t ucx_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out, void **addr)
+{
+    nic_ucx_t *nic = (nic_ucx_t *)base;
+    ucp_mem_map_params_t mp;
+    ucp_mem_attr_t attr;
+    oc_nic_mem_t *mem = calloc(1, sizeof(*mem));
+    ucs_status_t st;
+
+    if (mem == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "ucx: memory handle");
+    /* Memory UCX allocates itself is what shared-memory transports can map
+     * into peers, so that a put there is the origin's copy alone. */
+    memset(&mp, 0, sizeof(mp));
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = NULL;
+    mp.length = size;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    st = ucp_mem_map(nic->context, &mp, &mem->memh);
+    if (st != UCS_OK) {
+        free(mem);
+        return oc_error(OC_ERR_NO_MEMORY, "ucx: ucp_mem_map of %zu bytes failed: %s", size,
+                        ucs_status_string(st));
+    }
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    st = ucp_mem_query(mem->memh, &attr);
+    if (st != UCS_OK) {
+        ucp_mem_unmap(nic->context, mem->memh);
+        free(mem);
+        return ucx_error("ucp_mem_query", st);
+    }
+    memset(attr.address, 0, size);
+    *addr = attr.address;
+    *out = mem;
+    return OC_OK;
+}
+
+static void ucx_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
+{
+    if (mem == NULL)
+        return;
+    ucp_mem_unmap(((nic_ucx_t *)base)->context, mem->memh);
+    free(mem);
+}
+
+static oc_status_t ucx_mem_pack(oc_nic_t *base, oc_nic_mem_t *mem, void **key, size_t *len)
+{
+    void *buf;
+    ucs_status_t st = ucp_rkey_pack(((nic_ucx_t *)base)->context, mem->memh, &buf, len);
+    if (st != UCS_OK)
+        return ucx_error("ucp_rkey_pack", st);
+    *key = malloc(*len ? *len : 1);
+    if (*key != NULL)
+        memcpy(*key, buf, *len);
+    ucp_rkey_buffer_release(buf);
+    return *key != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "ucx: packed key");
+}
+
+static oc_status_t ucx_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *key, size_t len,
+                                   oc_nic_rkey_t **rkey)
+{
+    ucp_rkey_h h;
+    ucs_status_t st;
+    (void)base;
+    (void)len;
+    st = ucp_ep_rkey_unpack(ep->ep, key, &h);
+    if (st != UCS_OK)
+        return ucx_error("ucp_ep_rkey_unpack", st);
+    *rkey = (oc_nic_rkey_t *)h;
+    return OC_OK;
+}
+
+static void ucx_rkey_destroy(oc_nic_t *base, oc_nic_rkey_t *rkey)
+{
+    (void)base;
+    if (rkey != NULL)
+        ucp_rkey_destroy((ucp_rkey_h)rkey);
 }
 
 /* Closes every endpoint: flush first, so that peers get what was sent; after a
@@ -404,6 +655,7 @@ static void ucx_destroy(oc_nic_t *base)
         drop_unexpected(nic);
         close_eps(nic);
         deliver_am(nic);
+        free(nic->flushed);
         if (nic->address != NULL)
             ucp_worker_release_address(nic->worker, nic->address);
         ucp_worker_destroy(nic->worker);
@@ -425,6 +677,12 @@ static const oc_nic_ops_t ucx_ops = {
     .event_fd = ucx_event_fd,
     .am_send = ucx_am_send,
     .describe_ep = ucx_describe_ep,
+    .ep_transports = ucx_ep_transports,
+    .mem_alloc = ucx_mem_alloc,
+    .mem_free = ucx_mem_free,
+    .mem_pack = ucx_mem_pack,
+    .rkey_unpack = ucx_rkey_unpack,
+    .rkey_destroy = ucx_rkey_destroy,
 };
 
 oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
@@ -449,9 +707,21 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
         ucx_destroy(&nic->base);
         return ucx_error("ucp_config_read", st);
     }
+    if (params->intranode_loopback) {
+        /* Without shared-memory transports, a peer on this host is reached
+         * like a remote one: through the NIC's loopback (TCP here). */
+        oc_notice(params->verbose && getenv("UCX_TLS") != NULL,
+                  "OC_INTRANODE=loopback overrides UCX_TLS=%s", getenv("UCX_TLS"));
+        st = ucp_config_modify(config, "TLS", LOOPBACK_TLS);
+        if (st != UCS_OK) {
+            ucp_config_release(config);
+            ucx_destroy(&nic->base);
+            return ucx_error("ucp_config_modify(TLS=" LOOPBACK_TLS ")", st);
+        }
+    }
     memset(&cp, 0, sizeof(cp));
     cp.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    cp.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+    cp.features = UCP_FEATURE_TAG | UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
     cp.mt_workers_shared = 0;
     st = ucp_init(&cp, config, &nic->context);
     ucp_config_release(config);

@@ -35,6 +35,7 @@ static const struct {
     FIELD("OC_SPIN_US", spin_us, F_UNSIGNED),
     FIELD("OC_TIMEOUT_S", timeout_s, F_DOUBLE),
     FIELD("OC_VERBOSE", verbose, F_INT),
+    FIELD("OC_INTRANODE", intranode, F_INT),
 #undef FIELD
 };
 enum { NFIELDS = sizeof(fields) / sizeof(fields[0]) };
@@ -141,6 +142,8 @@ static void test_each_variable(void **state)
         {"OC_TIMEOUT_S", "2.5", 2.5},
         {"OC_TIMEOUT_S", "0", 0},
         {"OC_VERBOSE", "1", 1},
+        {"OC_INTRANODE", "loopback", OC_INTRANODE_LOOPBACK},
+        {"OC_INTRANODE", "shm", OC_INTRANODE_SHM},
         {"OC_LIST_MAX", "", 64}, /* empty counts as unset */
     };
     (void)state;
@@ -168,7 +171,7 @@ static void test_malformed(void **state)
         {"OC_TIMEOUT_S", "-1"},    {"OC_TIMEOUT_S", "nan"},  {"OC_TIMEOUT_S", "1s"},
         {"OC_ALLTOALLV_ALG", "bruck"}, {"OC_ALLTOALL_ALG", "linear"},
         {"OC_RINGK", "0"},         {"OC_SPIN_US", "-5"},     {"OC_VERBOSE", "10"},
-        {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},
+        {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},  {"OC_INTRANODE", "tcp"},
         /* strtoull skips leading blanks and then accepts a minus sign */
         {"OC_BRUCK_MAX", " -1"},
     };
@@ -242,10 +245,12 @@ static void test_print_out_of_range(void **state)
     c.progress = (oc_progress_mode_t)7;
     c.backend = (oc_backend_kind_t)9;
     c.alltoall_alg = (oc_alg_t)42;
+    c.intranode = (oc_intranode_t)5;
     assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
     assert_string_equal(printed(buf, "OC_ALLTOALL_ALG", val, sizeof(val)), "invalid");
     assert_string_equal(printed(buf, "OC_PROGRESS", val, sizeof(val)), "invalid");
     assert_string_equal(printed(buf, "OC_BACKEND", val, sizeof(val)), "invalid");
+    assert_string_equal(printed(buf, "OC_INTRANODE", val, sizeof(val)), "invalid");
 }
 
 static void test_names(void **state)
@@ -285,7 +290,7 @@ static void test_init_arguments(void **state)
     } bad[] = {
         {"progress", 7}, {"progress", -1}, {"backend", 3}, {"alltoall_alg", OC_ALG_COUNT_},
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
-        {"timeout_s", -1},
+        {"timeout_s", -1}, {"intranode", 2},
     };
     static char sentinel; /* a non-NULL *ctx that a failed oc_init must clear */
     oc_config_t good;

@@ -1,0 +1,83 @@
+/*
+ * Halo exchange of 3D Cartesian decompositions: the geometry (grid
+ * coordinates, neighbours, face regions, the layout of the landing zones in
+ * each rank's window) and the builder that turns one field's exchange into a
+ * schedule. Nothing here communicates; runtime/oc_halo.c owns the plan.
+ *
+ * Exchanges alternate between two parities, each with its own landing zones
+ * and counters: a neighbour can be at most one exchange ahead (it cannot
+ * finish exchange k+1 without this rank's data of k+1, sent only after this
+ * rank has unpacked k), so two sets never overwrite unread data.
+ */
+#ifndef OC_HALO_SCHED_H
+#define OC_HALO_SCHED_H
+
+#include "oc_runtime.h"
+
+typedef struct {
+    int dims[3], periodic[3];
+    size_t w;
+    int corners;
+    int nfields;
+    int size;
+} oc_halo_geom_t;
+
+/* One field's extents on one rank. */
+typedef struct {
+    size_t n[3];
+    size_t es;
+} oc_halo_ext_t;
+
+/* A box of a field array: cells lo[d] .. lo[d]+len[d]-1, ghosts included. */
+typedef struct {
+    size_t lo[3], len[3];
+} oc_halo_box_t;
+
+/* Grid coordinates of rank (row-major, dimension 2 fastest). */
+void oc_halo_coords(const oc_halo_geom_t *g, int rank, int c[3]);
+
+/* Rank at offset (dx, dy, dz) from rank, or -1 past a non-periodic edge. */
+int oc_halo_rank_at(const oc_halo_geom_t *g, int rank, int dx, int dy, int dz);
+
+/* The neighbour across side s (0 low, 1 high) of dimension d, or -1. */
+int oc_halo_side_peer(const oc_halo_geom_t *g, int rank, int d, int s);
+
+/* What rank sends across side s of dimension d (send), or the ghost layers
+ * that side fills (!send). */
+oc_halo_box_t oc_halo_region(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d,
+                             int s, int send);
+
+static inline size_t oc_halo_box_bytes(const oc_halo_box_t *b, size_t es)
+{
+    return b->len[0] * b->len[1] * b->len[2] * es;
+}
+
+/* Offset of the landing zone of (field f, parity p, dimension d, side s) in
+ * rank's window, given rank's extents of every field (ext[f]); the window's
+ * size when f == nfields. */
+size_t oc_halo_landing(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *ext, int f, int p,
+                       int d, int s);
+
+/* Bytes of field f's pack buffer (every face it sends, one after another). */
+size_t oc_halo_pack_bytes(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e);
+
+/* Counter of (field f, parity p, stage d); stage 0 alone without corners. */
+static inline unsigned oc_halo_counter(const oc_halo_geom_t *g, int f, int p, int d)
+{
+    return (unsigned)((f * 2 + p) * 3 + (g->corners ? d : 0));
+}
+
+/* What the builder needs of this rank's plan. */
+typedef struct {
+    const oc_halo_geom_t *g;
+    int rank;
+    const oc_halo_ext_t *ext;   /* every rank's extents: ext[rank * nfields + f] */
+    char *data;                 /* this rank's array of the field */
+    char *pack;                 /* this rank's pack buffer of the field */
+    oc_win_t *win;              /* the plan's window */
+} oc_halo_field_ctx_t;
+
+/* Builds the exchange of field f at parity p into s. */
+oc_status_t oc_halo_build(const oc_halo_field_ctx_t *h, int f, int p, oc_sched_t *s);
+
+#endif

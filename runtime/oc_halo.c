@@ -1,0 +1,423 @@
+/*
+ * Halo-exchange plans: collective validation, the plan's window, and two
+ * persistent requests per field (one per parity, see halo/oc_halo_sched.h)
+ * whose schedules pack, put, wait and unpack on the progress engine.
+ */
+#include "halo/oc_halo_sched.h"
+#include "oc_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    oc_halo_t *halo;
+    int index;
+    char *pack;
+    oc_request_t *req[2];
+    uint32_t started;              /* exchanges started; the parity is its low bit */
+    int in_flight;
+} halo_field_t;
+
+struct oc_halo {
+    oc_team_t *team;
+    oc_halo_geom_t g;
+    oc_halo_ext_t *ext;            /* every rank's extents: [rank * nfields + f] */
+    oc_win_t *win;
+    halo_field_t *fields;
+};
+
+/* What every member says first, so that all refuse a plan together. */
+typedef struct {
+    int32_t status;
+    int32_t nfields;
+    int32_t dims[3], periodic[3];
+    uint32_t width;
+    int32_t corners;
+} halo_hello_t;
+
+static const char *const side_name[3][2] = {{"-x", "+x"}, {"-y", "+y"}, {"-z", "+z"}};
+
+/* ---- validation ------------------------------------------------------------------ */
+
+static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
+                               const oc_halo_field_t *fields, int nfields)
+{
+    const char *fn = "oc_halo_create";
+    long long prod = 1;
+    int d, f;
+    oc_halo_geom_t g;
+
+    if (p == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: params is NULL", fn);
+    for (d = 0; d < 3; d++) {
+        if (p->dims[d] < 1)
+            return oc_error(OC_ERR_INVALID_ARG, "%s: params->dims[%d]=%d must be >= 1", fn, d,
+                            p->dims[d]);
+        prod *= p->dims[d];
+    }
+    if (prod != team->size)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "%s: params->dims %dx%dx%d make %lld ranks, but the team has %d", fn,
+                        p->dims[0], p->dims[1], p->dims[2], prod, team->size);
+    if (p->width < 1)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: params->width=0: the ghost width must be >= 1",
+                        fn);
+    if (fields == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: fields is NULL", fn);
+    if (nfields < 1 || nfields > OC_WIN_MAX_COUNTERS / 6)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: nfields=%d: expected 1 to %d", fn, nfields,
+                        OC_WIN_MAX_COUNTERS / 6);
+    memset(&g, 0, sizeof(g));
+    memcpy(g.dims, p->dims, sizeof(g.dims));
+    memcpy(g.periodic, p->periodic, sizeof(g.periodic));
+    for (f = 0; f < nfields; f++) {
+        const oc_halo_field_t *x = &fields[f];
+        if (x->data == NULL)
+            return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].data is NULL", fn, f);
+        if (x->elem_size != 4 && x->elem_size != 8)
+            return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].elem_size=%zu: expected 4 or 8",
+                            fn, f, x->elem_size);
+        for (d = 0; d < 3; d++) {
+            int has_peer = oc_halo_side_peer(&g, team->rank, d, 0) >= 0 ||
+                           oc_halo_side_peer(&g, team->rank, d, 1) >= 0;
+            if (x->n[d] < 1 || x->n[d] > (1u << 30))
+                return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].n[%d]=%zu: expected 1 to 2^30",
+                                fn, f, d, x->n[d]);
+            if (has_peer && p->width > x->n[d])
+                return oc_error(OC_ERR_INVALID_ARG,
+                                "%s: params->width=%u exceeds fields[%d].n[%d]=%zu (a ghost "
+                                "width is at most the interior extent along a dimension with "
+                                "neighbours)", fn, p->width, f, d, x->n[d]);
+        }
+    }
+    return OC_OK;
+}
+
+/* Every face one rank sends must have the shape of the ghost layers its
+ * neighbour fills. Checked by every member for every pair, so that all agree. */
+static oc_status_t check_pairs(const oc_halo_t *h)
+{
+    const oc_halo_geom_t *g = &h->g;
+    int r, d, s, f, k;
+    for (r = 0; r < g->size; r++)
+        for (d = 0; d < 3; d++)
+            for (s = 0; s < 2; s++) {
+                int q = oc_halo_side_peer(g, r, d, s);
+                if (q < 0)
+                    continue;
+                for (f = 0; f < g->nfields; f++) {
+                    const oc_halo_ext_t *er = &h->ext[(size_t)r * (size_t)g->nfields + (size_t)f];
+                    const oc_halo_ext_t *eq = &h->ext[(size_t)q * (size_t)g->nfields + (size_t)f];
+                    oc_halo_box_t a = oc_halo_region(g, r, er, d, s, 1);
+                    oc_halo_box_t b = oc_halo_region(g, q, eq, d, 1 - s, 0);
+                    int same = er->es == eq->es;
+                    for (k = 0; k < 3; k++)
+                        same &= a.len[k] == b.len[k];
+                    if (!same)
+                        return oc_error(OC_ERR_MISMATCH,
+                                        "oc_halo_create: field %d: rank %d sends a %zux%zux%zu "
+                                        "face of %zu-byte elements across %s, but its neighbour "
+                                        "rank %d has %zux%zux%zu ghost cells of %zu bytes there "
+                                        "(neighbours must agree on the extents they share)",
+                                        f, r, a.len[0], a.len[1], a.len[2], er->es,
+                                        side_name[d][s], q, b.len[0], b.len[1], b.len[2], eq->es);
+                }
+            }
+    return OC_OK;
+}
+
+/* Local checks, then a vote: a plan refused anywhere is refused everywhere. */
+static oc_status_t agree(oc_halo_t *h, const oc_halo_params_t *p, const oc_halo_field_t *fields,
+                         int nfields)
+{
+    oc_team_t *team = h->team;
+    halo_hello_t mine, *all;
+    oc_status_t st = check_local(team, p, fields, nfields), xst;
+    char detail[512];
+    int r, d;
+
+    snprintf(detail, sizeof(detail), "%s", oc_last_error());
+    memset(&mine, 0, sizeof(mine));
+    mine.status = st;
+    if (p != NULL) {
+        mine.nfields = nfields;
+        mine.width = p->width;
+        mine.corners = p->corners != 0;
+        for (d = 0; d < 3; d++) {
+            mine.dims[d] = p->dims[d];
+            mine.periodic[d] = p->periodic[d] != 0;
+        }
+    }
+    all = calloc((size_t)team->size, sizeof(*all));
+    if (all == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d ranks", team->size);
+    xst = oc_team_allgather(team, &mine, sizeof(mine), all);
+    if (xst != OC_OK) {
+        free(all);
+        oc_error_append(" (oc_halo_create: agreeing on the plan)");
+        return xst;
+    }
+    if (st != OC_OK) {
+        free(all);
+        return oc_error(st, "%s", detail);
+    }
+    for (r = 0; r < team->size; r++) {
+        if (all[r].status != OC_OK) {
+            st = oc_error((oc_status_t)all[r].status,
+                          "oc_halo_create: rank %d refused the plan (%s; its oc_last_error() "
+                          "says why)", r, oc_status_string((oc_status_t)all[r].status));
+            break;
+        }
+        all[r].status = mine.status;
+        if (memcmp(&all[r], &mine, sizeof(mine)) != 0) {
+            st = oc_error(OC_ERR_MISMATCH,
+                          "oc_halo_create: rank %d passed other parameters (nfields %d, dims "
+                          "%dx%dx%d, periodic %d%d%d, width %u, corners %d) than this rank",
+                          r, all[r].nfields, all[r].dims[0], all[r].dims[1], all[r].dims[2],
+                          all[r].periodic[0], all[r].periodic[1], all[r].periodic[2],
+                          all[r].width, all[r].corners);
+            break;
+        }
+    }
+    free(all);
+    return st;
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+static void timeout_report(oc_request_t *req);
+
+static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f)
+{
+    halo_field_t *hf = &h->fields[f];
+    const oc_halo_ext_t *e = &h->ext[(size_t)h->team->rank * (size_t)h->g.nfields + (size_t)f];
+    oc_halo_field_ctx_t c = {&h->g, h->team->rank, h->ext, x->data, NULL, h->win};
+    oc_status_t st = OC_OK;
+    int p;
+
+    hf->halo = h;
+    hf->index = f;
+    hf->pack = malloc(oc_halo_pack_bytes(&h->g, h->team->rank, e) + 1);
+    if (hf->pack == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: pack buffer of field %d", f);
+    c.pack = hf->pack;
+    for (p = 0; p < 2 && st == OC_OK; p++) {
+        oc_sched_t s;
+        oc_sched_init(&s, h->team->ctx->cfg.list_max);
+        st = oc_halo_build(&c, f, p, &s);
+        if (st != OC_OK) {
+            oc_sched_fini(&s);
+            break;
+        }
+        st = oc_request_create(h->team, "halo exchange", &s, &hf->req[p]);
+        if (st == OC_OK) {
+            hf->req[p]->timeout_report = timeout_report;
+            hf->req[p]->owner = hf;
+        }
+    }
+    return st;
+}
+
+static void halo_destroy(oc_halo_t *h)
+{
+    int f, p;
+    if (h->fields != NULL)
+        for (f = 0; f < h->g.nfields; f++) {
+            for (p = 0; p < 2; p++)
+                if (h->fields[f].req[p] != NULL)
+                    oc_request_free(h->fields[f].req[p]);
+            free(h->fields[f].pack);
+        }
+    free(h->fields);
+    free(h->ext);
+    free(h);
+}
+
+oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
+                           const oc_halo_field_t *fields, int nfields, oc_halo_t **out)
+{
+    oc_halo_ext_t *mine;
+    oc_halo_t *h;
+    oc_status_t st;
+    int f, d;
+
+    if (out != NULL)
+        *out = NULL;
+    if (team == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_create: team is NULL");
+    if (out == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_create: halo is NULL");
+    h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: plan");
+    h->team = team;
+    st = agree(h, params, fields, nfields);
+    if (st != OC_OK) {
+        free(h);
+        return st;
+    }
+    memcpy(h->g.dims, params->dims, sizeof(h->g.dims));
+    for (d = 0; d < 3; d++)
+        h->g.periodic[d] = params->periodic[d] != 0;
+    h->g.w = params->width;
+    h->g.corners = params->corners != 0;
+    h->g.nfields = nfields;
+    h->g.size = team->size;
+
+    h->ext = calloc((size_t)team->size * (size_t)nfields, sizeof(*h->ext));
+    mine = calloc((size_t)nfields, sizeof(*mine));
+    h->fields = calloc((size_t)nfields, sizeof(*h->fields));
+    if (h->ext == NULL || mine == NULL || h->fields == NULL) {
+        free(mine);
+        halo_destroy(h);
+        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d fields on %d ranks", nfields,
+                        team->size);
+    }
+    for (f = 0; f < nfields; f++) {
+        memcpy(mine[f].n, fields[f].n, sizeof(mine[f].n));
+        mine[f].es = fields[f].elem_size;
+    }
+    st = oc_team_allgather(team, mine, (size_t)nfields * sizeof(*mine), h->ext);
+    free(mine);
+    if (st == OC_OK)
+        st = check_pairs(h);
+    if (st == OC_OK)
+        st = oc_win_create_internal(
+            "oc_halo_create", team,
+            oc_halo_landing(&h->g, team->rank, &h->ext[(size_t)team->rank * (size_t)nfields],
+                            nfields, 0, 0, 0),
+            (unsigned)nfields * 6, &h->win);
+    for (f = 0; f < nfields && st == OC_OK; f++)
+        st = build_field(h, &fields[f], f);
+    if (st != OC_OK) {
+        if (h->win != NULL)
+            oc_win_free(h->win);
+        halo_destroy(h);
+        return st;
+    }
+    *out = h;
+    return OC_OK;
+}
+
+/* ---- exchanges ----------------------------------------------------------------------- */
+
+static oc_status_t get_field(const char *fn, oc_halo_t *h, int field, halo_field_t **hf)
+{
+    if (h == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: halo is NULL", fn);
+    if (field < 0 || field >= h->g.nfields)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: field=%d: the plan has fields 0..%d", fn, field,
+                        h->g.nfields - 1);
+    *hf = &h->fields[field];
+    return OC_OK;
+}
+
+static oc_request_t *current(const halo_field_t *hf)
+{
+    return hf->req[(hf->started - 1) & 1];
+}
+
+oc_status_t oc_halo_start(oc_halo_t *h, int field)
+{
+    halo_field_t *hf = NULL;
+    oc_status_t st = get_field("oc_halo_start", h, field, &hf);
+    if (st != OC_OK)
+        return st;
+    if (hf->in_flight)
+        return oc_error(OC_ERR_BUSY, "oc_halo_start: field %d is in flight; complete it with "
+                        "oc_halo_wait or oc_halo_test first", field);
+    st = oc_start(hf->req[hf->started & 1]);
+    if (st != OC_OK)
+        return st;
+    hf->started++;
+    hf->in_flight = 1;
+    return OC_OK;
+}
+
+static oc_status_t finish(const char *fn, halo_field_t *hf, oc_status_t st)
+{
+    if (st == OC_INPROGRESS)
+        return st;
+    hf->in_flight = 0;
+    if (st != OC_OK) {
+        char detail[1024];
+        snprintf(detail, sizeof(detail), "%s", oc_last_error());
+        oc_error(st, "%s: field %d: %s", fn, hf->index, detail);
+    }
+    return st;
+}
+
+oc_status_t oc_halo_wait(oc_halo_t *h, int field)
+{
+    halo_field_t *hf = NULL;
+    oc_status_t st = get_field("oc_halo_wait", h, field, &hf);
+    if (st != OC_OK || !hf->in_flight)
+        return st;
+    return finish("oc_halo_wait", hf, oc_wait(current(hf)));
+}
+
+oc_status_t oc_halo_test(oc_halo_t *h, int field)
+{
+    halo_field_t *hf = NULL;
+    oc_status_t st = get_field("oc_halo_test", h, field, &hf);
+    if (st != OC_OK || !hf->in_flight)
+        return st;
+    return finish("oc_halo_test", hf, oc_test(current(hf)));
+}
+
+int oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz)
+{
+    if (h == NULL || dx < -1 || dx > 1 || dy < -1 || dy > 1 || dz < -1 || dz > 1)
+        return -1;
+    return oc_halo_rank_at(&h->g, h->team->rank, dx, dy, dz);
+}
+
+/* Names the neighbours whose faces of the timed-out exchange never came: each
+ * sends one notification per face per exchange to the stage's counter. */
+static void timeout_report(oc_request_t *req)
+{
+    halo_field_t *hf = req->owner;
+    oc_halo_t *h = hf->halo;
+    const oc_halo_geom_t *g = &h->g;
+    int p = (int)((hf->started - 1) & 1), me = h->team->rank, d, s, missing = 0;
+    uint32_t rounds = (hf->started - 1 - (uint32_t)p) / 2 + 1; /* exchanges of parity p */
+
+    oc_error_append("; faces that never came:");
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < 2; s++) {
+            int q = oc_halo_side_peer(g, me, d, s), dd, ss, mult = 0;
+            unsigned c = oc_halo_counter(g, hf->index, p, d);
+            uint32_t got;
+            if (q < 0)
+                continue;
+            for (dd = g->corners ? d : 0; dd < (g->corners ? d + 1 : 3); dd++)
+                for (ss = 0; ss < 2; ss++)
+                    mult += oc_halo_side_peer(g, me, dd, ss) == q;
+            got = atomic_load_explicit(&h->win->from[(size_t)c * (size_t)g->size + (size_t)q],
+                                       memory_order_relaxed);
+            if (got < rounds * (uint32_t)mult)
+                oc_error_append("%s rank %d (%s)", missing++ ? "," : "", q, side_name[d][s]);
+        }
+    if (!missing)
+        oc_error_append(" none (every neighbour's faces arrived)");
+    if (req->stuck_on != NULL && req->stuck_on[0] != '\0')
+        oc_error_append("; unfinished:%s", req->stuck_on);
+}
+
+oc_status_t oc_halo_free(oc_halo_t *h)
+{
+    oc_status_t st = OC_OK, wst;
+    int f;
+    if (h == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_free: halo is NULL");
+    for (f = 0; f < h->g.nfields; f++) {
+        wst = oc_halo_wait(h, f);
+        if (st == OC_OK)
+            st = wst;
+    }
+    wst = oc_win_free(h->win);
+    if (st == OC_OK)
+        st = wst;
+    halo_destroy(h);
+    return st;
+}

@@ -1,0 +1,503 @@
+/*
+ * Windows: memory allocated by the backend and exposed to a team for puts,
+ * with notification counters. A put is a one-task schedule handed to the
+ * progress engine like any collective; a notified put adds a NOTIFY task,
+ * which the backend sends once the put is remotely complete. Notifications
+ * arrive as control messages, handled here on the engine's thread.
+ */
+#include "oc_runtime.h"
+#include "oc_error.h"
+#include "oc_sync.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One put in flight: its one-list schedule and engine state in one block. */
+typedef struct {
+    oc_pe_exec_t x;                /* first: the engine frees orphans by it */
+    oc_nic_slot_t slots[2];
+    oc_task_t tasks[2];
+    oc_task_list_t list;
+    oc_sched_t sched;
+    oc_notify_msg_t msg;
+    oc_win_t *win;
+} put_op_t;
+
+/* ---- registry and notifications (engine context for the handler) -------------- */
+
+static void registry_add(oc_context_t *ctx, oc_win_t *win)
+{
+    pthread_mutex_lock(&ctx->teams_lock);
+    win->id = ctx->next_win_id++;
+    win->next = ctx->wins;
+    ctx->wins = win;
+    pthread_mutex_unlock(&ctx->teams_lock);
+}
+
+static void registry_remove(oc_context_t *ctx, oc_win_t *win)
+{
+    oc_win_t **p;
+    pthread_mutex_lock(&ctx->teams_lock);
+    for (p = &ctx->wins; *p != NULL; p = &(*p)->next)
+        if (*p == win) {
+            *p = win->next;
+            break;
+        }
+    pthread_mutex_unlock(&ctx->teams_lock);
+}
+
+void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m)
+{
+    oc_win_t *win;
+    pthread_mutex_lock(&ctx->teams_lock);
+    for (win = ctx->wins; win != NULL && win->id != m->win_id; win = win->next)
+        ;
+    pthread_mutex_unlock(&ctx->teams_lock);
+    /* Windows are freed only after the engine has passed by (oc_pe_sync), so
+     * win stays valid for the rest of this handler. */
+    if (win == NULL || m->counter >= win->ncounters || m->origin < 0 ||
+        m->origin >= win->team->size) {
+        oc_notice(ctx->cfg.verbose, "dropped a notification for window %u counter %u from %d",
+                  m->win_id, m->counter, m->origin);
+        return;
+    }
+    atomic_fetch_add_explicit(&win->from[(size_t)m->counter * (size_t)win->team->size + (size_t)m->origin],
+                              1, memory_order_relaxed);
+    oc_pe_counter_add(ctx->pe, &win->counters[m->counter], 1);
+}
+
+/* ---- creation and release --------------------------------------------------------- */
+
+typedef struct {
+    uint64_t addr;
+    uint64_t size;
+    uint32_t id;
+    uint32_t key_len;
+} win_hello_t;
+
+typedef struct {
+    oc_win_t *win;
+    size_t alloc;
+    void *key;
+    size_t key_len;
+    const unsigned char *keys;     /* size * stride, for unpacking */
+    size_t stride;
+    oc_status_t status;
+    char error[256];
+} win_setup_t;
+
+static void keep_error(win_setup_t *a, oc_status_t st)
+{
+    a->status = st;
+    snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
+}
+
+static void alloc_fn(oc_pe_t *pe, void *arg)
+{
+    win_setup_t *a = arg;
+    oc_nic_t *nic = oc_pe_nic(pe);
+    oc_status_t st = nic->ops->mem_alloc(nic, a->alloc, &a->win->mem, &a->win->base);
+    if (st == OC_OK)
+        st = nic->ops->mem_pack(nic, a->win->mem, &a->key, &a->key_len);
+    if (st != OC_OK)
+        keep_error(a, st);
+}
+
+static void unpack_fn(oc_pe_t *pe, void *arg)
+{
+    win_setup_t *a = arg;
+    oc_win_t *win = a->win;
+    oc_nic_t *nic = oc_pe_nic(pe);
+    int r;
+    for (r = 0; r < win->team->size && a->status == OC_OK; r++) {
+        oc_status_t st;
+        if (r == win->team->rank)
+            continue;
+        st = nic->ops->rkey_unpack(nic, win->team->eps[r], a->keys + (size_t)r * a->stride,
+                                   a->stride, &win->peers[r].rkey);
+        if (st != OC_OK)
+            keep_error(a, st);
+    }
+}
+
+static void release_fn(oc_pe_t *pe, void *arg)
+{
+    oc_win_t *win = arg;
+    oc_nic_t *nic = oc_pe_nic(pe);
+    int r;
+    if (win->peers != NULL)
+        for (r = 0; r < win->team->size; r++)
+            nic->ops->rkey_destroy(nic, win->peers[r].rkey);
+    if (win->mem != NULL)
+        nic->ops->mem_free(nic, win->mem);
+}
+
+/* Local release of whatever was set up (engine resources included). */
+static void win_destroy(oc_win_t *win)
+{
+    oc_context_t *ctx = win->team->ctx;
+    registry_remove(ctx, win);
+    oc_pe_sync(ctx->pe); /* no notification handler still holds win */
+    oc_pe_call(ctx->pe, release_fn, win);
+    free(win->peers);
+    free(win->counters);
+    free(win->from);
+    free(win->from_mark);
+    atomic_fetch_sub(&win->team->nwins, 1);
+    free(win);
+}
+
+/* Exchanges addresses, sizes, ids and keys; unpacks the peers' keys. */
+static oc_status_t exchange(const char *fn, win_setup_t *a)
+{
+    oc_win_t *win = a->win;
+    oc_team_t *team = win->team;
+    win_hello_t mine = {(uint64_t)(uintptr_t)win->base, win->size, win->id, (uint32_t)a->key_len};
+    win_hello_t *all = calloc((size_t)team->size, sizeof(*all));
+    unsigned char *padded = NULL, *keys = NULL;
+    oc_status_t st;
+    int r;
+
+    if (all == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
+    st = oc_team_allgather(team, &mine, sizeof(mine), all);
+    if (st == OC_OK) {
+        a->stride = 1;
+        for (r = 0; r < team->size; r++)
+            if (all[r].key_len > a->stride)
+                a->stride = all[r].key_len;
+        padded = calloc(1, a->stride);
+        keys = calloc((size_t)team->size, a->stride);
+        if (padded == NULL || keys == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "%s: keys of %d peers", fn, team->size);
+    }
+    if (st == OC_OK) {
+        memcpy(padded, a->key, a->key_len);
+        st = oc_team_allgather(team, padded, a->stride, keys);
+    }
+    if (st == OC_OK) {
+        for (r = 0; r < team->size; r++) {
+            win->peers[r].addr = all[r].addr;
+            win->peers[r].size = (size_t)all[r].size;
+            win->peers[r].id = all[r].id;
+        }
+        a->keys = keys;
+        oc_pe_call(team->ctx->pe, unpack_fn, a);
+        st = a->status;
+        if (st != OC_OK)
+            oc_error(st, "%s", a->error);
+    }
+    if (st != OC_OK)
+        oc_error_append(" (%s: exchanging window keys)", fn);
+    free(all);
+    free(padded);
+    free(keys);
+    return st;
+}
+
+oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
+                                   unsigned ncounters, oc_win_t **out)
+{
+    oc_context_t *ctx = team->ctx;
+    size_t nfrom = (size_t)ncounters * (size_t)team->size;
+    win_setup_t a;
+    oc_win_t *win;
+    oc_status_t st;
+    unsigned c;
+
+    win = calloc(1, sizeof(*win));
+    if (win == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: window", fn);
+    win->team = team;
+    win->size = size;
+    win->ncounters = ncounters;
+    win->peers = calloc((size_t)team->size, sizeof(*win->peers));
+    win->counters = calloc(ncounters ? ncounters : 1, sizeof(*win->counters));
+    win->from = calloc(nfrom ? nfrom : 1, sizeof(*win->from));
+    win->from_mark = calloc(nfrom ? nfrom : 1, sizeof(*win->from_mark));
+    atomic_fetch_add(&team->nwins, 1);
+    if (win->peers == NULL || win->counters == NULL || win->from == NULL ||
+        win->from_mark == NULL) {
+        win_destroy(win);
+        return oc_error(OC_ERR_NO_MEMORY, "%s: window of %u counters for %d ranks", fn,
+                        ncounters, team->size);
+    }
+    for (c = 0; c < ncounters; c++)
+        oc_pe_counter_init(&win->counters[c]);
+    /* Registered before the exchange: a peer may notify as soon as its own
+     * creation returns. */
+    registry_add(ctx, win);
+
+    memset(&a, 0, sizeof(a));
+    a.win = win;
+    a.alloc = size ? size : 1; /* a zero-length map is refused by UCX */
+    oc_pe_call(ctx->pe, alloc_fn, &a);
+    st = a.status;
+    if (st != OC_OK)
+        oc_error(st, "%s: %s", fn, a.error);
+    else
+        st = exchange(fn, &a);
+    free(a.key);
+    if (st != OC_OK) {
+        win_destroy(win);
+        return st;
+    }
+    *out = win;
+    return OC_OK;
+}
+
+oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
+                          oc_win_t **win)
+{
+    oc_status_t st;
+    if (win != NULL)
+        *win = NULL;
+    if (team == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: team is NULL");
+    if (base == NULL || win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: %s is NULL", base ? "win" : "base");
+    if (ncounters > OC_WIN_MAX_COUNTERS)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: ncounters=%u exceeds %d", ncounters,
+                        OC_WIN_MAX_COUNTERS);
+    st = oc_win_create_internal("oc_win_create", team, size, ncounters, win);
+    *base = st == OC_OK ? (*win)->base : NULL;
+    return st;
+}
+
+oc_status_t oc_win_free(oc_win_t *win)
+{
+    unsigned char one = 1, *all;
+    oc_status_t st, bst;
+
+    if (win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_free: win is NULL");
+    st = oc_win_flush(win);
+    /* Nobody releases memory a peer may still put into. */
+    all = malloc((size_t)win->team->size);
+    bst = all != NULL ? oc_team_allgather(win->team, &one, 1, all)
+                      : oc_error(OC_ERR_NO_MEMORY, "oc_win_free: barrier");
+    free(all);
+    win_destroy(win);
+    if (st == OC_OK && bst != OC_OK) {
+        oc_error_append(" (oc_win_free: waiting for the other members)");
+        st = bst;
+    }
+    return st;
+}
+
+size_t oc_win_size(const oc_win_t *win, int target)
+{
+    if (win == NULL || target < 0 || target >= win->team->size)
+        return (size_t)-1;
+    return win->peers[target].size;
+}
+
+/* ---- puts ---------------------------------------------------------------------- */
+
+static void put_complete(oc_pe_exec_t *x, oc_status_t st)
+{
+    put_op_t *op = (put_op_t *)x;
+    oc_win_t *win = op->win;
+    int none = OC_OK;
+    if (st != OC_OK)
+        atomic_compare_exchange_strong(&win->put_error, &none, (int)st);
+    /* Dekker-style with oc_win_flush's sleep, as for counters. */
+    if (atomic_fetch_sub(&win->puts_inflight, 1) == 1 && atomic_load(&win->flush_waiters) > 0)
+        oc_futex_wake_all(&win->puts_inflight);
+    free(op);
+}
+
+static oc_status_t check_target(const char *fn, const oc_win_t *win, int target)
+{
+    if (win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: win is NULL", fn);
+    if (target < 0 || target >= win->team->size)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: target=%d is not a rank of the window's team "
+                        "(0..%d)", fn, target, win->team->size - 1);
+    return OC_OK;
+}
+
+static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,
+                       const void *src, size_t len, int notify, unsigned counter)
+{
+    oc_team_t *team;
+    put_op_t *op;
+    size_t limit;
+    oc_status_t st = check_target(fn, win, target);
+
+    if (st != OC_OK)
+        return st;
+    team = win->team;
+    limit = win->peers[target].size;
+    if (offset > limit || len > limit - offset)
+        return oc_error(OC_ERR_OUT_OF_BOUNDS,
+                        "%s: offset=%zu + len=%zu lies outside the %zu-byte window of rank %d",
+                        fn, offset, len, limit, target);
+    if (len > 0 && src == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: src is NULL with len=%zu", fn, len);
+    if (notify && counter >= win->ncounters)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: counter=%u, but the window has %u counter(s)",
+                        fn, counter, win->ncounters);
+    op = calloc(1, sizeof(*op));
+    if (op == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: put state", fn);
+    op->win = win;
+    op->tasks[0] = oc_task_put(target, src, len, win->peers[target].addr + offset,
+                               win->peers[target].rkey);
+    if (notify) {
+        oc_notify_msg_t m = {OC_MSG_NOTIFY, win->peers[target].id, counter, team->rank};
+        op->msg = m;
+        op->tasks[1] = oc_task_notify(target, &op->msg, sizeof(op->msg));
+    } else {
+        op->tasks[1] = oc_task_flush(target);
+    }
+    /* A fixed one-list schedule: no builder needed. */
+    op->list.first = 0;
+    op->list.ntasks = 2;
+    op->sched.tasks = op->tasks;
+    op->sched.ntasks = op->list.ntasks;
+    op->sched.lists = &op->list;
+    op->sched.nlists = 1;
+    op->x.sched = &op->sched;
+    op->x.slots = op->slots;
+    op->x.complete = put_complete;
+    op->x.owner = op;
+    op->x.match.team_id = team->id;
+    op->x.match.peer_team_ids = team->peer_ids;
+    op->x.match.rank = team->rank;
+    op->x.match.eps = team->eps;
+    atomic_fetch_add(&win->puts_inflight, 1);
+    oc_pe_start(team->ctx->pe, &op->x);
+    return OC_OK;
+}
+
+oc_status_t oc_put(oc_win_t *win, int target, size_t offset, const void *src, size_t len)
+{
+    return put("oc_put", win, target, offset, src, len, 0, 0);
+}
+
+oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *src,
+                          size_t len, unsigned counter)
+{
+    return put("oc_put_notify", win, target, offset, src, len, 1, counter);
+}
+
+/* ---- completion ------------------------------------------------------------------ */
+
+oc_status_t oc_win_flush(oc_win_t *win)
+{
+    oc_pe_t *pe;
+    double timeout, deadline;
+    uint32_t left;
+    int err;
+
+    if (win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_flush: win is NULL");
+    pe = win->team->ctx->pe;
+    timeout = win->team->ctx->cfg.timeout_s;
+    deadline = timeout > 0 ? oc_time_now() + timeout : 0;
+    /* Every put ends with its own flush (or its notification, sent after
+     * one), so waiting for none in flight is waiting for remote completion. */
+    while ((left = atomic_load(&win->puts_inflight)) > 0) {
+        double wait = deadline > 0 ? deadline - oc_time_now() : -1;
+        if (deadline > 0 && wait <= 0)
+            return oc_error(OC_ERR_TIMEOUT,
+                            "oc_win_flush: %u put(s) of rank %d still unfinished after %g s",
+                            left, win->team->rank, timeout);
+        if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
+            if (oc_pe_progress(pe) == 0)
+                sched_yield();
+            continue;
+        }
+        atomic_fetch_add(&win->flush_waiters, 1);
+        oc_futex_wait(&win->puts_inflight, left, wait);
+        atomic_fetch_sub(&win->flush_waiters, 1);
+    }
+    err = atomic_exchange(&win->put_error, OC_OK);
+    if (err != OC_OK)
+        return oc_error((oc_status_t)err, "oc_win_flush: a put on the window failed: %s",
+                        oc_status_string((oc_status_t)err));
+    return OC_OK;
+}
+
+/* ---- notification waits -------------------------------------------------------- */
+
+static oc_status_t check_counter(const char *fn, const oc_win_t *win, unsigned counter)
+{
+    if (win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: win is NULL", fn);
+    if (counter >= win->ncounters)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: counter=%u, but the window has %u counter(s)",
+                        fn, counter, win->ncounters);
+    return OC_OK;
+}
+
+/* The arrivals at counter so far become the reference of the next timeout report. */
+static void mark(oc_win_t *win, unsigned counter)
+{
+    size_t n = (size_t)win->team->size, r;
+    for (r = 0; r < n; r++)
+        win->from_mark[counter * n + r] = atomic_load_explicit(&win->from[counter * n + r],
+                                                               memory_order_relaxed);
+}
+
+static void report_origins(oc_win_t *win, unsigned counter)
+{
+    size_t n = (size_t)win->team->size, r;
+    int some = 0, none = 0;
+    oc_error_append("; since the last completed wait, notifications came from");
+    for (r = 0; r < n; r++) {
+        uint32_t k = atomic_load_explicit(&win->from[counter * n + r], memory_order_relaxed) -
+                     win->from_mark[counter * n + r];
+        if (k > 0)
+            oc_error_append("%s rank %zu (%u)", some++ ? "," : "", r, k);
+    }
+    if (!some)
+        oc_error_append(" no rank");
+    oc_error_append("; none from");
+    for (r = 0; r < n; r++)
+        if (atomic_load_explicit(&win->from[counter * n + r], memory_order_relaxed) ==
+            win->from_mark[counter * n + r])
+            oc_error_append("%s %zu", none++ ? "," : " ranks", r);
+    if (!none)
+        oc_error_append(" no rank");
+}
+
+oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected)
+{
+    oc_status_t st = check_counter("oc_notify_wait", win, counter);
+    oc_pe_counter_t *c;
+    double timeout;
+
+    if (st != OC_OK)
+        return st;
+    c = &win->counters[counter];
+    timeout = win->team->ctx->cfg.timeout_s;
+    st = oc_pe_counter_wait(win->team->ctx->pe, c, expected,
+                            timeout > 0 ? oc_time_now() + timeout : 0);
+    if (st == OC_OK) {
+        mark(win, counter);
+        return OC_OK;
+    }
+    oc_error(OC_ERR_TIMEOUT,
+             "oc_notify_wait: counter %u of rank %d: %u of the %u expected notification(s) "
+             "arrived within %g s",
+             counter, win->team->rank, atomic_load(&c->arrived) - atomic_load(&c->consumed),
+             expected, timeout);
+    report_origins(win, counter);
+    return OC_ERR_TIMEOUT;
+}
+
+oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected)
+{
+    oc_status_t st = check_counter("oc_notify_test", win, counter);
+    if (st != OC_OK)
+        return st;
+    if (oc_pe_mode(win->team->ctx->pe) == OC_PROGRESS_INLINE)
+        oc_pe_progress(win->team->ctx->pe);
+    if (!oc_pe_counter_take(&win->counters[counter], expected))
+        return OC_INPROGRESS;
+    mark(win, counter);
+    return OC_OK;
+}
