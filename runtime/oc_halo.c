@@ -334,8 +334,14 @@ oc_status_t oc_halo_start(oc_halo_t *h, int field)
     return OC_OK;
 }
 
-static oc_status_t finish(const char *fn, halo_field_t *hf, oc_status_t st)
+/* Completes the field's exchange: blocking (oc_wait) or not (oc_test). */
+static oc_status_t complete(const char *fn, oc_halo_t *h, int field, int block)
 {
+    halo_field_t *hf = NULL;
+    oc_status_t st = get_field(fn, h, field, &hf);
+    if (st != OC_OK || !hf->in_flight)
+        return st;
+    st = block ? oc_wait(current(hf)) : oc_test(current(hf));
     if (st == OC_INPROGRESS)
         return st;
     hf->in_flight = 0;
@@ -349,20 +355,12 @@ static oc_status_t finish(const char *fn, halo_field_t *hf, oc_status_t st)
 
 oc_status_t oc_halo_wait(oc_halo_t *h, int field)
 {
-    halo_field_t *hf = NULL;
-    oc_status_t st = get_field("oc_halo_wait", h, field, &hf);
-    if (st != OC_OK || !hf->in_flight)
-        return st;
-    return finish("oc_halo_wait", hf, oc_wait(current(hf)));
+    return complete("oc_halo_wait", h, field, 1);
 }
 
 oc_status_t oc_halo_test(oc_halo_t *h, int field)
 {
-    halo_field_t *hf = NULL;
-    oc_status_t st = get_field("oc_halo_test", h, field, &hf);
-    if (st != OC_OK || !hf->in_flight)
-        return st;
-    return finish("oc_halo_test", hf, oc_test(current(hf)));
+    return complete("oc_halo_test", h, field, 0);
 }
 
 int oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz)

@@ -132,14 +132,19 @@ typedef struct {
     oc_sched_t *s;
 } build_t;
 
-static int stage_first(const oc_halo_geom_t *g, int st)
+/* The sides of stage st that have a neighbour, in (dimension, side) order:
+ * one stage per dimension with corners, all three at once without. */
+static int stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2])
 {
-    return g->corners ? st : 0;
-}
-
-static int stage_end(const oc_halo_geom_t *g, int st)
-{
-    return g->corners ? st + 1 : 3;
+    int d, s, n = 0;
+    for (d = g->corners ? st : 0; d < (g->corners ? st + 1 : 3); d++)
+        for (s = 0; s < 2; s++)
+            if (oc_halo_side_peer(g, rank, d, s) >= 0) {
+                d_s[n][0] = d;
+                d_s[n][1] = s;
+                n++;
+            }
+    return n;
 }
 
 /* Waits for the stage's faces and unpacks them into the ghost layers. */
@@ -147,84 +152,58 @@ static oc_status_t add_unpack(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d, s, expect = 0;
-    oc_status_t rc = OC_OK;
+    int me = b->h->rank, d_s[6][2], n = stage_sides(g, me, st, d_s), i;
+    oc_task_t t;
+    oc_status_t rc;
 
-    for (d = stage_first(g, st); d < stage_end(g, st); d++)
-        for (s = 0; s < 2; s++)
-            expect += oc_halo_side_peer(g, me, d, s) >= 0;
-    if (expect == 0)
+    if (n == 0)
         return OC_OK;
-    {
-        oc_task_t t = oc_task_wait(&win->counters[oc_halo_counter(g, b->f, b->p, st)],
-                                   (size_t)expect);
+    t = oc_task_wait(&win->counters[oc_halo_counter(g, b->f, b->p, st)], (size_t)n);
+    rc = oc_sched_add(b->s, &t, 1);
+    for (i = 0; i < n && rc == OC_OK; i++) {
+        int d = d_s[i][0], s = d_s[i][1];
+        oc_halo_box_t box = oc_halo_region(g, me, b->e, d, s, 0);
+        size_t landing = oc_halo_landing(g, me, &b->h->ext[(size_t)me * (size_t)g->nfields],
+                                         b->f, b->p, d, s);
+        t = box_copy(g, b->e, b->h->data, &box, (char *)win->base + landing, 0);
         rc = oc_sched_add(b->s, &t, 1);
     }
-    for (d = stage_first(g, st); d < stage_end(g, st) && rc == OC_OK; d++)
-        for (s = 0; s < 2 && rc == OC_OK; s++) {
-            oc_halo_box_t box;
-            oc_task_t t;
-            if (oc_halo_side_peer(g, me, d, s) < 0)
-                continue;
-            box = oc_halo_region(g, me, b->e, d, s, 0);
-            t = box_copy(g, b->e, b->h->data, &box,
-                         (char *)win->base +
-                             oc_halo_landing(g, me, &b->h->ext[(size_t)me * (size_t)g->nfields],
-                                             b->f, b->p, d, s),
-                         0);
-            rc = oc_sched_add(b->s, &t, 1);
-        }
     return rc;
 }
 
-/* Packs the stage's faces and puts each into its neighbour's landing zone. */
+/* Packs the stage's faces, then puts each into its neighbour's landing zone. */
 static oc_status_t add_send(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d, s;
-    size_t first = b->pack_off;
+    int me = b->h->rank, d_s[6][2], n = stage_sides(g, me, st, d_s), i;
+    size_t off[6];
     oc_status_t rc = OC_OK;
 
-    for (d = stage_first(g, st); d < stage_end(g, st) && rc == OC_OK; d++)
-        for (s = 0; s < 2 && rc == OC_OK; s++) {
-            oc_halo_box_t box;
-            oc_task_t t;
-            if (oc_halo_side_peer(g, me, d, s) < 0)
-                continue;
-            box = oc_halo_region(g, me, b->e, d, s, 1);
-            t = box_copy(g, b->e, b->h->data, &box, b->h->pack + b->pack_off, 1);
-            b->pack_off += oc_halo_box_bytes(&box, b->e->es);
-            rc = oc_sched_add(b->s, &t, 1);
-        }
-    b->pack_off = first;
-    for (d = stage_first(g, st); d < stage_end(g, st) && rc == OC_OK; d++)
-        for (s = 0; s < 2 && rc == OC_OK; s++) {
-            int q = oc_halo_side_peer(g, me, d, s);
-            const oc_halo_ext_t *eq;
-            oc_notify_msg_t *m;
-            oc_halo_box_t box;
-            oc_task_t t[2];
-            size_t bytes;
-            if (q < 0)
-                continue;
-            eq = &b->h->ext[(size_t)q * (size_t)g->nfields];
-            box = oc_halo_region(g, me, b->e, d, s, 1);
-            bytes = oc_halo_box_bytes(&box, b->e->es);
-            m = &b->msgs[b->nmsgs++];
-            m->type = OC_MSG_NOTIFY;
-            m->win_id = win->peers[q].id;
-            m->counter = oc_halo_counter(g, b->f, b->p, st);
-            m->origin = me;
-            /* Across side s, the data fills q's ghost layers of the other side. */
-            t[0] = oc_task_put(q, b->h->pack + b->pack_off, bytes,
-                               win->peers[q].addr +
-                                   oc_halo_landing(g, q, eq, b->f, b->p, d, 1 - s),
-                               win->peers[q].rkey);
-            t[1] = oc_task_notify(q, m, sizeof(*m));
-            b->pack_off += bytes;
-            rc = oc_sched_add(b->s, t, 2);
-        }
+    for (i = 0; i < n && rc == OC_OK; i++) {
+        oc_halo_box_t box = oc_halo_region(g, me, b->e, d_s[i][0], d_s[i][1], 1);
+        oc_task_t t = box_copy(g, b->e, b->h->data, &box, b->h->pack + b->pack_off, 1);
+        off[i] = b->pack_off;
+        b->pack_off += oc_halo_box_bytes(&box, b->e->es);
+        rc = oc_sched_add(b->s, &t, 1);
+    }
+    for (i = 0; i < n && rc == OC_OK; i++) {
+        int d = d_s[i][0], s = d_s[i][1], q = oc_halo_side_peer(g, me, d, s);
+        oc_halo_box_t box = oc_halo_region(g, me, b->e, d, s, 1);
+        oc_notify_msg_t *m = &b->msgs[b->nmsgs++];
+        /* Across side s, the data fills q's ghost layers of the other side. */
+        size_t landing = oc_halo_landing(g, q, &b->h->ext[(size_t)q * (size_t)g->nfields], b->f,
+                                         b->p, d, 1 - s);
+        oc_task_t t[2];
+        m->type = OC_MSG_NOTIFY;
+        m->win_id = win->peers[q].id;
+        m->counter = oc_halo_counter(g, b->f, b->p, st);
+        m->origin = me;
+        t[0] = oc_task_put(q, b->h->pack + off[i], oc_halo_box_bytes(&box, b->e->es),
+                           win->peers[q].addr + landing, win->peers[q].rkey);
+        t[1] = oc_task_notify(q, m, sizeof(*m));
+        rc = oc_sched_add(b->s, t, 2);
+    }
     return rc;
 }
 

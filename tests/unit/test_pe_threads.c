@@ -1,30 +1,19 @@
 /*
- * The progress engine end to end, with threads standing in for ranks: each
- * thread opens its own context (its own UCX worker and, in thread mode, its
- * own progress thread) and they meet over shared memory, as processes would.
- * Meant to run under ThreadSanitizer too: the hand-over between application
- * and progress threads is what it watches.
- *
- * A rank thread never calls cmocka (not thread-safe): it records its first
- * failure, carries on so that its peers are not left waiting, and the test
- * thread reports after joining.
+ * The progress engine end to end, with threads standing in for ranks (see
+ * ut_ranks.h). Meant to run under ThreadSanitizer too: the hand-over between
+ * application and progress threads is what it watches.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <errno.h>
-#include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
-#include <time.h>
 #include <cmocka.h>
 
-#include "../../apps/oc_local_oob.h"
-#include "offcoll.h"
 #include "ut_data.h"
+#include "ut_ranks.h"
 
-enum { MAX_RANKS = 4, ROUNDS = 50, JOIN_TIMEOUT_S = 120, FREE_ROUNDS = 50000 };
+enum { ROUNDS = 50, FREE_ROUNDS = 50000 };
 
 static const size_t blocks[] = {1, 1000, 100000};
 /* the largest alltoallv blocks (5 * scale) pass UCX's ~8 KB eager limit */
@@ -36,36 +25,6 @@ typedef struct {
     int n;
     oc_alg_t alg, valg;
 } pe_case_t;
-
-typedef struct {
-    const pe_case_t *c;
-    oc_local_member_t member;
-    char err[768]; /* first failure, "" if none */
-} rank_t;
-
-static void note(rank_t *me, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void note(rank_t *me, int line, const char *fmt, ...)
-{
-    va_list ap;
-    int len;
-    if (me->err[0] != '\0')
-        return;
-    len = snprintf(me->err, sizeof(me->err), "rank %d, line %d: ", me->member.rank, line);
-    va_start(ap, fmt);
-    vsnprintf(me->err + len, sizeof(me->err) - (size_t)len, fmt, ap);
-    va_end(ap);
-}
-
-static int check_oc(rank_t *me, int line, const char *what, oc_status_t st)
-{
-    if (st == OC_OK)
-        return 1;
-    note(me, line, "%s: %s (%s)", what, oc_status_string(st), oc_last_error());
-    return 0;
-}
-
-#define CHECK(cond, ...) ((cond) ? 1 : (note(me, __LINE__, __VA_ARGS__), 0))
-#define CHECK_OC(call) check_oc(me, __LINE__, #call, (call))
 
 /* Completes req by polling oc_test (which drives the schedule in inline
  * mode) or by sleeping in oc_wait. */
@@ -79,16 +38,16 @@ static oc_status_t finish(oc_request_t *req, int poll)
     return st;
 }
 
-static void check_data(rank_t *me, int line, const ut_layout_t *l, const unsigned char *rbuf,
+static void check_data(ut_rank_t *me, int line, const ut_layout_t *l, const unsigned char *rbuf,
                        unsigned salt, const char *what)
 {
     long bad = ut_check(l, rbuf, salt);
     if (bad >= 0)
-        note(me, line, "%s: receive byte %ld of %zu is wrong", what, bad, l->rbytes);
+        ut_note(me, line, "%s: receive byte %ld of %zu is wrong", what, bad, l->rbytes);
 }
 
 /* One non-blocking alltoall (equal shape) or alltoallv, checked. */
-static void exchange(rank_t *me, oc_team_t *team, ut_shape_t shape, size_t scale, unsigned salt,
+static void exchange(ut_rank_t *me, oc_team_t *team, ut_shape_t shape, size_t scale, unsigned salt,
                      int poll)
 {
     const pe_case_t *c = me->c;
@@ -119,13 +78,14 @@ static void exchange(rank_t *me, oc_team_t *team, ut_shape_t shape, size_t scale
 }
 
 /* One schedule, restarted with new data each round. */
-static void persistent(rank_t *me, oc_team_t *team)
+static void persistent(ut_rank_t *me, oc_team_t *team)
 {
     ut_layout_t l;
     unsigned char *s, *r;
     oc_request_t *req = NULL;
 
-    ut_layout_init(&l, UT_EQUAL, me->member.rank, me->c->n, persistent_block);
+    ut_layout_init(&l, UT_EQUAL, me->member.rank, ((const pe_case_t *)me->c)->n,
+                   persistent_block);
     s = malloc(l.sbytes);
     r = malloc(l.rbytes);
     if (CHECK_OC(oc_alltoall_init(team, s, r, persistent_block, &req))) {
@@ -147,7 +107,7 @@ static void persistent(rank_t *me, oc_team_t *team)
     free(r);
 }
 
-static void check_stats(rank_t *me, oc_context_t *ctx, uint64_t starts)
+static void check_stats(ut_rank_t *me, oc_context_t *ctx, uint64_t starts)
 {
     oc_stats_t st;
     if (!CHECK_OC(oc_context_stats(ctx, &st)))
@@ -157,22 +117,21 @@ static void check_stats(rank_t *me, oc_context_t *ctx, uint64_t starts)
     CHECK(st.lists_posted > 0, "no list posted");
     CHECK(st.tasks_posted >= st.lists_posted, "%llu tasks in %llu lists",
           (unsigned long long)st.tasks_posted, (unsigned long long)st.lists_posted);
-    CHECK(me->c->n == 1 || st.bytes_sent > 0, "no bytes sent");
+    const pe_case_t *c = me->c;
+    CHECK(c->n == 1 || st.bytes_sent > 0, "no bytes sent");
     CHECK(st.progress_cpu_s >= 0, "progress_cpu_s %g", st.progress_cpu_s);
-    CHECK(me->c->mode == OC_PROGRESS_THREAD || st.progress_cpu_s == 0,
+    CHECK(c->mode == OC_PROGRESS_THREAD || st.progress_cpu_s == 0,
           "progress_cpu_s %g with no progress thread", st.progress_cpu_s);
 }
 
 static void *rank_main(void *arg)
 {
-    rank_t *me = arg;
+    ut_rank_t *me = arg;
     const pe_case_t *c = me->c;
-    oc_team_params_t tp = oc_local_team_params(&me->member);
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
     uint64_t starts = 0;
-    char token = 0, all[MAX_RANKS];
 
     if (!CHECK_OC(oc_config_init(&cfg)))
         return NULL;
@@ -182,8 +141,8 @@ static void *rank_main(void *arg)
     cfg.list_max = 3; /* many lists: many trigger hand-offs */
     cfg.ringk = 2;
     cfg.timeout_s = 30;
-    if (!CHECK_OC(oc_init(&cfg, &ctx)) || !CHECK_OC(oc_team_create(ctx, &tp, &team)))
-        goto out; /* the peers cannot go on either; the join times out */
+    if (!ut_open(me, &cfg, &ctx, &team))
+        goto out;
 
     for (size_t i = 0; i < sizeof(blocks) / sizeof(blocks[0]); i++, starts++)
         exchange(me, team, UT_EQUAL, blocks[i], (unsigned)i, (int)(i % 2));
@@ -194,44 +153,18 @@ static void *rank_main(void *arg)
     check_stats(me, ctx, starts);
 
     /* Nobody tears down endpoints that a peer still flushes to. */
-    oc_local_oob_allgather(&token, all, 1, &me->member);
+    ut_barrier(me);
 out:
-    if (team != NULL)
-        CHECK_OC(oc_team_free(team));
-    if (ctx != NULL)
-        CHECK_OC(oc_finalize(ctx));
+    ut_close(me, ctx, team);
     return NULL;
 }
 
 static void run_case(const pe_case_t *c)
 {
-    oc_local_oob_t oob;
-    rank_t ranks[MAX_RANKS];
-    pthread_t th[MAX_RANKS];
-    struct timespec deadline;
-    int r, failed = 0;
-
-    assert_int_equal(oc_local_oob_init(&oob, c->n), 0);
-    for (r = 0; r < c->n; r++) {
-        ranks[r] = (rank_t){c, {&oob, r}, ""};
-        assert_int_equal(pthread_create(&th[r], NULL, rank_main, &ranks[r]), 0);
-    }
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += JOIN_TIMEOUT_S;
-    for (r = 0; r < c->n; r++) {
-        int rc = pthread_timedjoin_np(th[r], NULL, &deadline);
-        if (rc == ETIMEDOUT) /* the threads are abandoned: the process ends with the test */
-            fail_msg("%s, n=%d, %s/%s: rank %d hangs", c->mode ? "inline" : "thread", c->n,
-                     oc_alg_name(c->alg), oc_alg_name(c->valg), r);
-    }
-    for (r = 0; r < c->n; r++)
-        if (ranks[r].err[0] != '\0') {
-            print_error("%s, n=%d, %s/%s: %s\n", c->mode ? "inline" : "thread", c->n,
-                        oc_alg_name(c->alg), oc_alg_name(c->valg), ranks[r].err);
-            failed = 1;
-        }
-    oc_local_oob_fini(&oob);
-    assert_false(failed);
+    char label[128];
+    snprintf(label, sizeof(label), "%s, n=%d, %s/%s", c->mode ? "inline" : "thread", c->n,
+             oc_alg_name(c->alg), oc_alg_name(c->valg));
+    ut_run_ranks(c->n, rank_main, c, label);
 }
 
 /* Every alltoall algorithm for one mode and team size; alltoallv has no

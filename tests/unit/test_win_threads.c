@@ -1,0 +1,154 @@
+/*
+ * Windows, notified puts and halo plans end to end, with threads standing in
+ * for ranks (see ut_ranks.h). Meant to run under ThreadSanitizer: the
+ * notification path (progress thread -> counter -> sleeping application
+ * thread) and the put completion path are what it watches.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ut_ranks.h"
+
+enum { ROUNDS = 40, CHUNKS = 4, CHUNK = 512, HALO_ROUNDS = 30, HN = 4 };
+
+typedef struct {
+    oc_progress_mode_t mode;
+    int n;
+} win_case_t;
+
+static unsigned char byte_of(int from, int chunk, int round)
+{
+    return (unsigned char)(from * 37 + chunk * 11 + round * 5 + 1);
+}
+
+/* Every rank puts CHUNKS notified chunks into every rank's window (itself
+ * included), waits for all of its own, checks them, and repeats. */
+static void puts_round(ut_rank_t *me, oc_win_t *win, unsigned char *base, unsigned char *src,
+                       int round)
+{
+    const win_case_t *c = me->c;
+    int p, k, bad = -1;
+    size_t i;
+
+    for (k = 0; k < CHUNKS; k++)
+        memset(src + k * CHUNK, byte_of(me->member.rank, k, round), CHUNK);
+    for (p = 0; p < c->n; p++)
+        for (k = 0; k < CHUNKS; k++)
+            if (!CHECK_OC(oc_put_notify(win, p, (size_t)(me->member.rank * CHUNKS + k) * CHUNK,
+                                        src + k * CHUNK, CHUNK, (unsigned)(round & 1))))
+                return;
+    if (!CHECK_OC(oc_notify_wait(win, (unsigned)(round & 1), (uint32_t)(c->n * CHUNKS))))
+        return;
+    for (p = 0; p < c->n && bad < 0; p++)
+        for (k = 0; k < CHUNKS; k++)
+            for (i = 0; i < CHUNK; i++)
+                if (base[(size_t)(p * CHUNKS + k) * CHUNK + i] != byte_of(p, k, round))
+                    bad = p;
+    CHECK(bad < 0, "round %d: the chunks from rank %d are wrong", round, bad);
+    CHECK(oc_notify_test(win, (unsigned)(round & 1), 1) == OC_INPROGRESS,
+          "round %d: a notification too many", round);
+    CHECK_OC(oc_win_flush(win));
+    ut_barrier(me); /* nobody overwrites what a peer still checks */
+}
+
+static double cell_value(long gi, long gj, long gk, int round)
+{
+    return (double)(gi * 10000 + gj * 100 + gk) + 1e6 * round;
+}
+
+/* Dims 1 x 1 x n, periodic, with corners: every ghost cell has an owner. */
+static void halo_rounds(ut_rank_t *me, oc_team_t *team)
+{
+    const win_case_t *c = me->c;
+    const long w = 1, e = HN + 2 * w, N2 = (long)HN * c->n, z0 = (long)HN * me->member.rank;
+    double *a = calloc((size_t)(e * e * e), sizeof(double));
+    oc_halo_params_t p = {{1, 1, c->n}, {1, 1, 1}, (unsigned)w, 1};
+    oc_halo_field_t f = {a, {HN, HN, HN}, sizeof(double)};
+    oc_halo_t *halo = NULL;
+    long i, j, k, wrong = 0;
+    int round;
+
+    if (!CHECK(a != NULL, "out of memory") || !CHECK_OC(oc_halo_create(team, &p, &f, 1, &halo))) {
+        free(a);
+        return;
+    }
+    for (round = 0; round < HALO_ROUNDS && wrong == 0; round++) {
+        for (i = 0; i < HN; i++)
+            for (j = 0; j < HN; j++)
+                for (k = 0; k < HN; k++)
+                    a[((i + w) * e + j + w) * e + k + w] = cell_value(i, j, z0 + k, round);
+        if (!CHECK_OC(oc_halo_start(halo, 0)) || !CHECK_OC(oc_halo_wait(halo, 0)))
+            break;
+        for (i = 0; i < e; i++)
+            for (j = 0; j < e; j++)
+                for (k = 0; k < e; k++) {
+                    long gi = (i - w + HN) % HN, gj = (j - w + HN) % HN;
+                    long gk = (z0 + k - w + N2) % N2;
+                    wrong += a[(i * e + j) * e + k] != cell_value(gi, gj, gk, round);
+                }
+    }
+    CHECK(wrong == 0, "halo round %d: %ld wrong cells", round - 1, wrong);
+    CHECK_OC(oc_halo_free(halo));
+    free(a);
+}
+
+static void *rank_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    const win_case_t *c = me->c;
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_win_t *win = NULL;
+    unsigned char *base = NULL, *src = malloc(CHUNKS * CHUNK);
+    int round;
+
+    if (!CHECK(src != NULL, "out of memory") || !CHECK_OC(oc_config_init(&cfg)))
+        goto out;
+    cfg.progress = c->mode;
+    cfg.timeout_s = 30;
+    if (!ut_open(me, &cfg, &ctx, &team))
+        goto out;
+    if (CHECK_OC(oc_win_create(team, (size_t)c->n * CHUNKS * CHUNK, 2, (void **)&base, &win))) {
+        CHECK(oc_win_size(win, c->n - 1) == (size_t)c->n * CHUNKS * CHUNK, "window size %zu",
+              oc_win_size(win, c->n - 1));
+        for (round = 0; round < ROUNDS && me->err[0] == '\0'; round++)
+            puts_round(me, win, base, src, round);
+        CHECK_OC(oc_win_free(win));
+    }
+    halo_rounds(me, team);
+    ut_barrier(me); /* nobody tears down endpoints that a peer still flushes to */
+out:
+    ut_close(me, ctx, team);
+    free(src);
+    return NULL;
+}
+
+static void test_windows(void **state)
+{
+    const win_case_t *c = *state;
+    char label[64];
+    snprintf(label, sizeof(label), "%s, n=%d", c->mode ? "inline" : "thread", c->n);
+    ut_run_ranks(c->n, rank_main, c, label);
+}
+
+static win_case_t cases[] = {
+    {OC_PROGRESS_THREAD, 1}, {OC_PROGRESS_THREAD, 2}, {OC_PROGRESS_THREAD, 3},
+    {OC_PROGRESS_INLINE, 2},
+};
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        {"thread progress, 1 rank", test_windows, NULL, NULL, &cases[0]},
+        {"thread progress, 2 ranks", test_windows, NULL, NULL, &cases[1]},
+        {"thread progress, 3 ranks", test_windows, NULL, NULL, &cases[2]},
+        {"inline progress, 2 ranks", test_windows, NULL, NULL, &cases[3]},
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
