@@ -255,12 +255,17 @@ size_t oc_win_size(const oc_win_t *win, int target);
 /** Starts a put of len bytes from src into target's window at offset, and
  *  returns. src must stay unchanged until oc_win_flush returns. A range not
  *  inside target's window is refused with OC_ERR_OUT_OF_BOUNDS; nothing is
- *  written then. target may be this rank. */
+ *  written then. target may be this rank; len may be 0. On shared memory
+ *  the origin alone moves the data; over a network transport without RDMA
+ *  (TCP, OC_INTRANODE=loopback here) UCX emulates the put, and it moves only
+ *  while the target's engine progresses: in inline mode, only inside the
+ *  target's offcoll calls. */
 oc_status_t oc_put(oc_win_t *win, int target, size_t offset, const void *src, size_t len);
 
 /** As oc_put; once the data is complete at the target, the target's counter
- *  (0..ncounters-1) is incremented by one and its progress engine woken.
- *  Notifications of one origin may overtake each other; counts are exact. */
+ *  (0..ncounters-1) is incremented by one and its progress engine woken
+ *  (also for len 0). Notifications may overtake each other; counts are
+ *  exact. */
 oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *src,
                           size_t len, unsigned counter);
 
@@ -270,9 +275,10 @@ oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *
 oc_status_t oc_win_flush(oc_win_t *win);
 
 /** Blocks until counter holds at least expected notifications not consumed
- *  yet, and consumes expected of them. Sleeps in thread mode (progresses in
- *  inline mode). After OC_TIMEOUT_S returns OC_ERR_TIMEOUT; oc_last_error()
- *  then says how many arrived and which ranks sent none. */
+ *  yet, and consumes expected of them (0 returns at once). Sleeps in thread
+ *  mode (progresses in inline mode). After OC_TIMEOUT_S returns
+ *  OC_ERR_TIMEOUT and consumes nothing; oc_last_error() then says how many
+ *  arrived and which ranks sent none since the last completed wait. */
 oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected);
 
 /** As oc_notify_wait without blocking: OC_OK (and consumes) if expected
@@ -308,21 +314,25 @@ typedef struct {
                             Ghost cells past a non-periodic edge are never written. */
 } oc_halo_params_t;
 
-/** Creates a plan collectively over team for nfields fields (each member
- *  passes its own extents; neighbours must agree on the extents they share).
- *  The fields' arrays must stay valid until oc_halo_free. */
+/** Creates a plan collectively over team for nfields fields (1 to
+ *  OC_WIN_MAX_COUNTERS / 6; each member passes its own extents, and
+ *  neighbours must agree on the extents they share). A plan refused by one
+ *  member is refused by all. The fields' arrays must stay valid until
+ *  oc_halo_free. */
 oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
                            const oc_halo_field_t *fields, int nfields, oc_halo_t **halo);
 
 /** Starts the exchange of one field and returns. Until its oc_halo_wait
  *  returns, the field's outer w interior layers must not be written and its
  *  ghost cells not touched. OC_ERR_BUSY if that field is already in flight.
- *  Every member starts the same fields in the same order per field. */
+ *  Every member exchanges each field as often as the others; fields are
+ *  independent, so members may start them in different orders. */
 oc_status_t oc_halo_start(oc_halo_t *halo, int field);
 
-/** Blocks until the field's ghost cells hold the neighbours' values (sleeps in
- *  thread mode). After OC_TIMEOUT_S: OC_ERR_TIMEOUT naming the neighbours
- *  whose data never came. OC_OK at once if the field is not in flight. */
+/** Blocks until the field's ghost cells hold the neighbours' values and this
+ *  rank's own faces have reached the neighbours (sleeps in thread mode).
+ *  After OC_TIMEOUT_S: OC_ERR_TIMEOUT naming the neighbours whose data never
+ *  came. OC_OK at once if the field is not in flight. */
 oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
 
 /** As oc_halo_wait without blocking: OC_OK when done, OC_INPROGRESS if not. */

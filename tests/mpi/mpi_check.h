@@ -6,18 +6,21 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "offcoll.h"
 
 static int check_failures;
+static const char *check_tag = ""; /* a case name printed with failures, if set */
 
 #define CHECK(cond, ...)                                                          \
     do {                                                                          \
         if (!(cond)) {                                                            \
             int rank_;                                                            \
             MPI_Comm_rank(MPI_COMM_WORLD, &rank_);                                \
-            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", rank_, __FILE__, \
-                    __LINE__, #cond);                                             \
+            fprintf(stderr, "[rank %d] %s:%d: %s%s%scheck failed: %s: ", rank_,      \
+                    __FILE__, __LINE__, *check_tag ? "[" : "", check_tag,         \
+                    *check_tag ? "] " : "", #cond);                               \
             fprintf(stderr, __VA_ARGS__);                                         \
             fprintf(stderr, "\n");                                                \
             check_failures++;                                                     \
@@ -31,6 +34,17 @@ static int check_failures;
         oc_status_t st_ = (call);                                                 \
         CHECK(st_ == OC_OK, "%s -> %s (%s)", #call, oc_status_string(st_),        \
               oc_last_error());                                                   \
+    } while (0)
+
+/* A call that must fail with status want and a detail containing needle
+ * (the argument or problem it names). */
+#define CHECK_ERR(call, want, needle)                                                   \
+    do {                                                                                \
+        oc_status_t st_ = (call);                                                       \
+        CHECK(st_ == (want), "%s returned %s, expected %s", #call, oc_status_string(st_), \
+              oc_status_string(want));                                                  \
+        CHECK(strstr(oc_last_error(), (needle)) != NULL,                                \
+              "%s: message \"%s\" does not name \"%s\"", #call, oc_last_error(), (needle)); \
     } while (0)
 
 /* Byte i of the block src sends to dst; salt tells operations apart. */

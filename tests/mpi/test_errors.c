@@ -13,15 +13,6 @@
 
 static int rank, nprocs;
 
-#define CHECK_ERR(call, want, needle)                                                   \
-    do {                                                                                \
-        oc_status_t st_ = (call);                                                       \
-        CHECK(st_ == (want), "%s returned %s, expected %s", #call, oc_status_string(st_), \
-              oc_status_string(want));                                                  \
-        CHECK(strstr(oc_last_error(), (needle)) != NULL,                                \
-              "%s: message \"%s\" does not name \"%s\"", #call, oc_last_error(), (needle)); \
-    } while (0)
-
 static void bad_arguments(oc_team_t *team)
 {
     size_t n = (size_t)nprocs;

@@ -3,7 +3,10 @@
  * rank 1; over that second neither rank 0's progress thread nor its waiting
  * application thread may use 2% of a core. An idle context costs nothing
  * either. (CPU time, not wall time: this is not a timing test.)
+ * The same for a target waiting in oc_notify_wait: rank 1 waits one second
+ * for a notified put that rank 0 sends late.
  */
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -34,6 +37,8 @@ int main(int argc, char **argv)
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
     oc_request_t *req = NULL;
+    oc_win_t *win = NULL;
+    unsigned char *wbase = NULL;
     double w0, c0, p0, wall, app, pe;
 
     MPI_Init(&argc, &argv);
@@ -74,6 +79,31 @@ int main(int argc, char **argv)
         CHECK(app < 0.02 * wall, "waiting thread used %.2f%% of a core", 100 * app / wall);
     }
     CHECK_OC(oc_request_free(req));
+
+    /* a target waiting for a notification: rank 0 puts one second late */
+    CHECK_OC(oc_win_create(team, 4096, 1, (void **)&wbase, &win));
+    memset(s, 0x3C, 4096);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0 && nprocs > 1) {
+        sleep(1);
+        CHECK_OC(oc_put_notify(win, 1, 0, s, 4096, 0));
+        CHECK_OC(oc_win_flush(win));
+    } else if (rank == 1) {
+        w0 = MPI_Wtime();
+        c0 = thread_cpu();
+        p0 = pe_cpu(ctx);
+        CHECK_OC(oc_notify_wait(win, 0, 1));
+        wall = MPI_Wtime() - w0;
+        app = thread_cpu() - c0;
+        pe = pe_cpu(ctx) - p0;
+        printf("rank 1 waited %.3f s for a notified put: progress thread %.3f%%, waiting thread "
+               "%.3f%% of a core\n", wall, 100 * pe / wall, 100 * app / wall);
+        CHECK(wall > 0.9, "rank 1 did wait for rank 0's put (%.3f s)", wall);
+        CHECK(pe < 0.02 * wall, "progress thread used %.2f%% of a core", 100 * pe / wall);
+        CHECK(app < 0.02 * wall, "waiting thread used %.2f%% of a core", 100 * app / wall);
+        CHECK(wbase != NULL && memcmp(wbase, s, 4096) == 0, "the notified data is not there");
+    }
+    CHECK_OC(oc_win_free(win));
     CHECK_OC(oc_team_free(team));
     CHECK_OC(oc_finalize(ctx));
     free(s);
