@@ -4,6 +4,8 @@
  * name it (and only it), whatever the algorithm and progress mode. With
  * pairwise, most ranks wait on a peer that is itself stuck on the skipper, so
  * the name cannot come from the unfinished transfers alone.
+ * A halo exchange that a rank skips: its neighbours' oc_halo_wait names it and
+ * the side it sits on; the other ranks complete.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,51 @@ static void skip_case(oc_progress_mode_t mode, oc_alg_t alg)
     free(r);
 }
 
+/* A periodic ring of ranks along x; the last one never starts the exchange. */
+static void halo_skip_case(oc_progress_mode_t mode)
+{
+    const int skipper = nprocs - 1;
+    const size_t n = 4, e = n + 2;
+    double *a = calloc(e * e * e, sizeof(double));
+    oc_halo_params_t p = {{nprocs, 1, 1}, {1, 0, 0}, 1, 0};
+    oc_halo_field_t f = {a, {n, n, n}, sizeof(double)};
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_halo_t *halo = NULL;
+    oc_status_t st;
+    char want[64];
+
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = mode;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    CHECK_OC(oc_halo_create(team, &p, &f, 1, &halo));
+    if (rank != skipper) {
+        int left = oc_halo_neighbor(halo, -1, 0, 0), right = oc_halo_neighbor(halo, 1, 0, 0);
+        CHECK_OC(oc_halo_start(halo, 0));
+        st = oc_halo_wait(halo, 0);
+        if (left == skipper || right == skipper) {
+            snprintf(want, sizeof(want), "rank %d (%s)", skipper, right == skipper ? "+x" : "-x");
+            CHECK(st == OC_ERR_TIMEOUT, "[halo %s] oc_halo_wait returned %s",
+                  mode ? "inline" : "thread", oc_status_string(st));
+            CHECK(strstr(oc_last_error(), "oc_halo_wait") != NULL &&
+                      strstr(oc_last_error(), want) != NULL,
+                  "[halo %s] message does not name %s: %s", mode ? "inline" : "thread", want,
+                  oc_last_error());
+            if (rank == 0)
+                printf("rank 0 [halo %s]: %s\n", mode ? "inline" : "thread", oc_last_error());
+        } else {
+            CHECK(st == OC_OK, "[halo %s] rank %d, no neighbour of the skipper: %s",
+                  mode ? "inline" : "thread", rank, oc_status_string(st));
+        }
+    }
+    CHECK_OC(oc_halo_free(halo));
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(a);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -70,6 +117,8 @@ int main(int argc, char **argv)
         skip_case(OC_PROGRESS_THREAD, OC_ALG_PAIRWISE);
         skip_case(OC_PROGRESS_INLINE, OC_ALG_BURST);
         skip_case(OC_PROGRESS_INLINE, OC_ALG_PAIRWISE);
+        halo_skip_case(OC_PROGRESS_THREAD);
+        halo_skip_case(OC_PROGRESS_INLINE);
     }
     return check_finish("test_timeout");
 }
