@@ -16,19 +16,10 @@
  * CPU time and the task lists and wake-ups per iteration. Every iteration's
  * received data is checked, outside the timed interval.
  */
-#include <errno.h>
-#include <limits.h>
-#include <spawn.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "offcoll_mpi.h"
 
 #ifndef OC_PLOT_SCRIPT_INSTALLED
 #define OC_PLOT_SCRIPT_INSTALLED "/usr/local/share/offcoll/plot_overlap.gp"
@@ -36,12 +27,11 @@
 #define PLOT_SCRIPT_NAME "plot_overlap.gp"
 
 #define PROG "oc_bench_overlap"
-#define MIN_TIMED_ITERS 10 /* below this a mean says little, whatever the budget */
 #define STAMP_BYTES 8      /* one 64-bit stamp */
 #define STAMP_STRIDE 4096  /* a stamp per page: a lost fragment is at least that long */
 #define POISON 0xA5
 
-extern char **environ;
+#include "oc_bench_common.h"
 
 /* ---- implementations ------------------------------------------------------ */
 
@@ -64,38 +54,20 @@ struct impl {
 
 /* Where the benchmark is, for every error message. */
 static struct {
-    int rank;
     const char *impl, *phase;
     size_t block;
     long iter;
-} where = {0, "-", "set-up", 0, -1};
+} where = {"-", "set-up", 0, -1};
 
-/* One write, so that the lines of several ranks do not interleave. */
-static void die(const char *fmt, ...)
+static void where_str(char *buf, size_t len)
 {
-    char msg[1536];
-    int n = snprintf(msg, sizeof(msg), PROG ": rank %d: ", where.rank);
-    va_list ap;
-    va_start(ap, fmt);
-    n += vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
-    va_end(ap);
-    if (n < (int)sizeof(msg))
-        n += snprintf(msg + n, sizeof(msg) - (size_t)n, " [impl %s, %s", where.impl, where.phase);
-    if (n < (int)sizeof(msg) && where.block > 0)
-        n += snprintf(msg + n, sizeof(msg) - (size_t)n, ", block %zu B", where.block);
-    if (n < (int)sizeof(msg) && where.iter >= 0)
-        n += snprintf(msg + n, sizeof(msg) - (size_t)n, ", iteration %ld", where.iter);
-    if (n < (int)sizeof(msg))
-        snprintf(msg + n, sizeof(msg) - (size_t)n, "]\n");
-    fputs(msg, stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    exit(1); /* not reached */
-}
-
-static void oc_check(oc_status_t st, const char *call)
-{
-    if (st != OC_OK)
-        die("%s failed: %s: %s", call, oc_status_string(st), oc_last_error());
+    int n = snprintf(buf, len, " [impl %s, %s", where.impl, where.phase);
+    if (n < (int)len && where.block > 0)
+        n += snprintf(buf + n, len - (size_t)n, ", block %zu B", where.block);
+    if (n < (int)len && where.iter >= 0)
+        n += snprintf(buf + n, len - (size_t)n, ", iteration %ld", where.iter);
+    if (n < (int)len)
+        snprintf(buf + n, len - (size_t)n, "]");
 }
 
 static void mpi_blocking_start(impl_t *im, const void *sbuf, void *rbuf, size_t block)
@@ -198,76 +170,13 @@ static void usage(FILE *f)
             "except the progress mode, which each implementation sets.\n");
 }
 
-/* "64", "4K", "1M", "2MiB": 1024-based. 0 when malformed. */
-static size_t parse_size(const char *s)
-{
-    char *end;
-    unsigned long long v;
-    size_t mult = 1;
-
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *s == '-')
-        return 0;
-    switch (*end) {
-    case 'k': case 'K': mult = (size_t)1 << 10; end++; break;
-    case 'm': case 'M': mult = (size_t)1 << 20; end++; break;
-    case 'g': case 'G': mult = (size_t)1 << 30; end++; break;
-    default: break;
-    }
-    if (mult > 1 && *end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || v > SIZE_MAX / mult)
-        return 0;
-    return (size_t)v * mult;
-}
-
-/* Option errors: every rank parses the same command line, rank 0 says why. */
-static int opt_error(const char *fmt, ...)
-{
-    va_list ap;
-    if (where.rank != 0)
-        return 2;
-    va_start(ap, fmt);
-    fputs(PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (--help lists the options)\n", stderr);
-    va_end(ap);
-    return 2;
-}
-
-static int parse_count(const char *opt, const char *s, long *out)
-{
-    char *end;
-    errno = 0;
-    *out = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || *out < 0)
-        return opt_error("%s needs a count >= 0, not '%s'", opt, s);
-    return 0;
-}
-
 static int parse_impls(const char *list, int *use)
 {
-    char *copy = strdup(list), *save = NULL, *tok;
-    int i, rc = 0;
-    memset(use, 0, IMPL_COUNT * sizeof(*use));
-    for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0;
-         tok = strtok_r(NULL, ",", &save)) {
-        for (i = 0; i < IMPL_COUNT && strcmp(tok, impls[i].name) != 0; i++)
-            ;
-        if (strcmp(tok, "all") == 0)
-            for (i = 0; i < IMPL_COUNT; i++)
-                use[i] = 1;
-        else if (i == IMPL_COUNT)
-            rc = opt_error("--impl: unknown implementation '%s' (known: mpi_blocking, mpi_nb, "
-                           "oc_inline, oc_thread, all)", tok);
-        else
-            use[i] = 1;
-    }
-    free(copy);
-    return rc;
+    const char *names[IMPL_COUNT];
+    int i;
+    for (i = 0; i < IMPL_COUNT; i++)
+        names[i] = impls[i].name;
+    return parse_names("--impl", list, names, IMPL_COUNT, use);
 }
 
 static int parse_opt(opts_t *o, const char *a, const char *v)
@@ -281,12 +190,9 @@ static int parse_opt(opts_t *o, const char *a, const char *v)
         return parse_count(a, v, &o->iters);
     else if (strcmp(a, "--warmup") == 0)
         return parse_count(a, v, &o->warmup);
-    else if (strcmp(a, "--budget") == 0) {
-        char *end;
-        o->budget_s = strtod(v, &end);
-        if (end == v || *end != '\0' || !(o->budget_s >= 0))
-            return opt_error("--budget needs seconds >= 0, not '%s'", v);
-    } else if (strcmp(a, "--impl") == 0)
+    else if (strcmp(a, "--budget") == 0)
+        return parse_seconds(a, v, &o->budget_s);
+    else if (strcmp(a, "--impl") == 0)
         return parse_impls(v, o->use);
     else if (strcmp(a, "--csv") == 0)
         o->csv = v;
@@ -309,7 +215,7 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         if (strcmp(a, "--check") == 0 || strcmp(a, "--no-check") == 0)
             o->check = a[2] == 'c';
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            if (where.rank == 0)
+            if (bench_rank == 0)
                 usage(stdout);
             return 1;
         } else if (i + 1 == argc)
@@ -346,16 +252,6 @@ typedef struct {
     double copy;       /* memcpy of the received bytes, s, mean over ranks */
     oc_alg_t alg;
 } result_t;
-
-static unsigned char *buf_alloc(size_t bytes)
-{
-    size_t page = 4096, len = (bytes + page - 1) / page * page;
-    unsigned char *p = aligned_alloc(page, len);
-    if (p == NULL)
-        die("cannot allocate %zu bytes", bytes);
-    memset(p, 0, len); /* fault the pages in before any timing */
-    return p;
-}
 
 /* ---- data pattern and check ---------------------------------------------------
  * A block holds a background byte pattern of (src, dst, byte), written once per
@@ -452,67 +348,6 @@ static void check_recv(const bench_t *b, size_t block)
     }
 }
 
-/* ---- dummy compute ---------------------------------------------------------------
- * A dependent floating-point chain: CPU-bound, no memory traffic, no MPI or
- * offcoll call inside (as OSU's default), so only a progress thread can move
- * the collective meanwhile.
- */
-
-static volatile double fp_sink = 1.0;
-
-static void fp_work(uint64_t n)
-{
-    double x = fp_sink;
-    uint64_t i;
-    for (i = 0; i < n; i++)
-        x = x * 0.9999999 + 1e-7;
-    fp_sink = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Seconds per loop step when every rank runs n steps at once, reps times in a
- * row: the median of CAL_ROUNDS rounds, because cores shared with other
- * virtual machines (or SMT siblings) make single runs vary by 2-4x. */
-#define CAL_ROUNDS 5
-static double fp_rate(uint64_t n, long reps)
-{
-    double s[CAL_ROUNDS];
-    long k;
-    int r;
-    for (r = 0; r < CAL_ROUNDS; r++) {
-        double t;
-        MPI_Barrier(MPI_COMM_WORLD);
-        t = MPI_Wtime();
-        for (k = 0; k < reps; k++)
-            fp_work(n);
-        s[r] = (MPI_Wtime() - t) / ((double)reps * (double)n);
-    }
-    qsort(s, CAL_ROUNDS, sizeof(s[0]), cmp_double);
-    return s[CAL_ROUNDS / 2];
-}
-
-/* A first estimate, from 4 ms runs. */
-static double fp_calibrate(void)
-{
-    fp_work((uint64_t)1 << 16);
-    return fp_rate((uint64_t)1 << 20, 1);
-}
-
-/* Steps that last target seconds in the overlapped phase, measured as that
- * phase runs them: all ranks computing at once in bursts of that length,
- * right before it (OSU likewise sizes its compute per message size). */
-static uint64_t fp_steps_for(const bench_t *b, double target)
-{
-    uint64_t n = (uint64_t)(target / b->fp_s_per_iter) + 1;
-    long reps = target < 1e-3 ? (long)(1e-3 / target) + 1 : 1;
-    return (uint64_t)(target / fp_rate(n, reps < 1000 ? reps : 1000) + 0.5);
-}
-
 /* ---- timed phases ------------------------------------------------------------ */
 
 /* One start + (compute) + wait; data prepared and checked outside the timing. */
@@ -570,26 +405,6 @@ static double phase(bench_t *b, impl_t *im, size_t block, const phase_t *ph, lon
     return iters > 0 ? total / (double)iters : 0;
 }
 
-static double max_over_ranks(double v)
-{
-    double m;
-    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return m;
-}
-
-/* Iterations that fit the time budget at t_iter each, within [lo, hi]. All
- * ranks pass the same t_iter (a maximum over ranks), so all agree. */
-static long fit_budget(double budget, double t_iter, long lo, long hi)
-{
-    double n;
-    if (budget <= 0 || t_iter <= 0)
-        return hi;
-    n = budget / t_iter;
-    if (n > (double)hi)
-        return hi;
-    return n < (double)lo ? (lo < hi ? lo : hi) : (long)n;
-}
-
 /* Warm-up, then the number of timed iterations the budget allows. */
 static long warm_up(bench_t *b, impl_t *im, size_t block)
 {
@@ -606,15 +421,6 @@ static void stats_of(const impl_t *im, oc_stats_t *s)
         oc_check(oc_context_stats(im->ctx, s), "oc_context_stats");
 }
 
-/* Sums v[0..n) over ranks into rank 0, as means. */
-static void mean_over_ranks(bench_t *b, double *v, int n)
-{
-    int i;
-    MPI_Reduce(b->rank == 0 ? MPI_IN_PLACE : v, v, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    for (i = 0; i < n; i++)
-        v[i] /= b->nranks;
-}
-
 static result_t measure(bench_t *b, impl_t *im, size_t block)
 {
     result_t r = {0};
@@ -624,7 +430,7 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
     m[M_COMM] = phase(b, im, block, &PURE, r.iters, NULL);
     if (im->nonblocking) {
         /* Each rank computes for its own T_comm, as OSU does. */
-        phase_t overlapped = {"overlapped", 1, fp_steps_for(b, m[M_COMM])};
+        phase_t overlapped = {"overlapped", 1, fp_steps_for(b->fp_s_per_iter, m[M_COMM])};
         oc_stats_t s0, s1;
         stats_of(im, &s0);
         m[M_OVERALL] = phase(b, im, block, &overlapped, r.iters, &m[M_COMPUTE]);
@@ -633,32 +439,16 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
         m[M_LISTS] = (double)(s1.lists_posted - s0.lists_posted) / (double)r.iters;
         m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
     }
-    mean_over_ranks(b, m, M_COUNT);
+    mean_over_ranks(m, M_COUNT);
     r.alg = im->alg;
     return r;
 }
 
-/* Called through a volatile pointer so that no copy of the loop is elided. */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
 /* Time to memcpy what one rank receives (all n blocks) between two buffers of
  * that size, every rank at once as when all cores are busy; mean over ranks. */
-static double copy_time(bench_t *b, size_t block)
+static double copy_time_of(bench_t *b, size_t block)
 {
-    size_t bytes = (size_t)b->nranks * block;
-    double t, target = 2e-3;
-    long reps = 0;
-
-    copy_fn(b->cdst, b->csrc, bytes);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t = MPI_Wtime();
-    do {
-        copy_fn(b->cdst, b->csrc, bytes);
-        reps++;
-    } while (reps < 1000 && (reps < 3 || MPI_Wtime() - t < target));
-    t = (MPI_Wtime() - t) / (double)reps;
-    mean_over_ranks(b, &t, 1);
-    return t;
+    return copy_time(b->cdst, b->csrc, (size_t)b->nranks * block);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
@@ -674,28 +464,11 @@ static const char *size_str(size_t s, char *buf, size_t len)
     return buf;
 }
 
-static double overlap_pct(const result_t *r)
-{
-    double o = 100.0 - 100.0 * (r->m[M_OVERALL] - r->m[M_COMPUTE]) / r->m[M_COMM];
-    return r->m[M_COMM] > 0 && o > 0 ? o : 0;
-}
-
-static double bound_pct(const result_t *r)
-{
-    double o = 100.0 * (1.0 - r->copy / r->m[M_COMM]);
-    return r->m[M_COMM] > 0 && o > 0 ? o : 0;
-}
-
-/* The columns of the table and of the CSV; the table leaves out those of
- * width 0 and shows a figure that does not apply as "-", the CSV leaves it
- * empty (gnuplot then skips it). */
+/* The columns of the table and of the CSV (oc_bench_common.h). */
 enum { C_IMPL, C_ALG, C_SIZE, C_RANKS, C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP,
        C_COPY, C_BOUND, C_PE_CPU, C_LISTS, C_WAKEUPS, C_COUNT };
 
-static const struct {
-    const char *table, *csv;
-    int width; /* negative: left-aligned */
-} columns[C_COUNT] = {
+static const column_t columns[C_COUNT] = {
     [C_IMPL] = {"impl", "impl", -12},           [C_ALG] = {"alg", "alg", -8},
     [C_SIZE] = {"size", "block_bytes", 6},      [C_RANKS] = {"", "ranks", 0},
     [C_ITERS] = {"iters", "iters", 6},          [C_PURE] = {"pure_us", "pure_us", 10},
@@ -708,17 +481,6 @@ static const struct {
     [C_WAKEUPS] = {"wakeup/it", "wakeups_per_iter", 9},
 };
 
-typedef char field_t[32];
-
-static void set_field(field_t f, int applies, int decimals, double v)
-{
-    if (applies)
-        snprintf(f, sizeof(field_t), "%.*f", decimals, v);
-    else
-        f[0] = '\0';
-}
-
-/* One row as text; the table shows sizes as 4K, the CSV in bytes. */
 static void row_fields(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
                        int table, field_t f[C_COUNT])
 {
@@ -736,35 +498,17 @@ static void row_fields(const bench_t *b, const impl_t *im, size_t block, const r
     set_field(f[C_PURE], 1, 2, m[M_COMM] * 1e6);
     set_field(f[C_OVERALL], nb, 2, m[M_OVERALL] * 1e6);
     set_field(f[C_COMPUTE], nb, 2, m[M_COMPUTE] * 1e6);
-    set_field(f[C_OVERLAP], nb, 1, overlap_pct(r));
+    set_field(f[C_OVERLAP], nb, 1, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
     set_field(f[C_COPY], 1, 3, r->copy * 1e6);
-    set_field(f[C_BOUND], oc, 1, bound_pct(r));
+    set_field(f[C_BOUND], oc, 1, bound_pct(m[M_COMM], r->copy));
     set_field(f[C_PE_CPU], thread, 2, m[M_PE_CPU] * 1e6);
     set_field(f[C_LISTS], oc, 2, m[M_LISTS]);
     set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
 }
 
-static void table_line(field_t f[C_COUNT])
-{
-    int c;
-    for (c = 0; c < C_COUNT; c++)
-        if (columns[c].width != 0)
-            printf("%s%*s", c > 0 ? " " : "", columns[c].width, f[c][0] ? f[c] : "-");
-    printf("\n");
-}
-
-static void csv_line(FILE *out, field_t f[C_COUNT])
-{
-    int c;
-    for (c = 0; c < C_COUNT; c++)
-        fprintf(out, "%s%s", c > 0 ? "," : "", f[c]);
-    fprintf(out, "\n");
-}
-
 static void print_header(const bench_t *b, const char *backend)
 {
     field_t f[C_COUNT];
-    int c;
     printf("# " PROG ": Alltoall overlap, OSU non-blocking-collective procedure, %d ranks\n",
            b->nranks);
     printf("# offcoll backend: %s\n", backend);
@@ -774,34 +518,9 @@ static void print_header(const bench_t *b, const char *backend)
     printf("# times: us per iteration, mean over ranks; overlap = max(0, 100 - 100*(overall - "
            "compute)/pure)\n# bound = 100*(1 - memcpy of the received bytes/pure); per-iteration "
            "progress figures are of the overlapped phase\n");
-    for (c = 0; c < C_COUNT; c++)
-        snprintf(f[c], sizeof(field_t), "%s", columns[c].table);
-    table_line(f);
+    header_fields(columns, C_COUNT, 1, f);
+    table_line(columns, C_COUNT, f);
     fflush(stdout);
-}
-
-static FILE *csv_open(const bench_t *b, const char *path, const char *backend)
-{
-    char host[256] = "unknown", date[64] = "unknown";
-    time_t now = time(NULL);
-    struct tm tm;
-    field_t f[C_COUNT];
-    int c;
-    FILE *out = fopen(path, "w");
-
-    if (out == NULL) {
-        fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    gethostname(host, sizeof(host) - 1);
-    if (gmtime_r(&now, &tm) != NULL)
-        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(out, "# " PROG " ranks=%d date=%s host=%s backend=\"%s\" check=%s\n", b->nranks,
-            date, host, backend, b->o.check ? "on" : "off");
-    for (c = 0; c < C_COUNT; c++)
-        snprintf(f[c], sizeof(field_t), "%s", columns[c].csv);
-    csv_line(out, f);
-    return out;
 }
 
 static void report_row(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
@@ -809,66 +528,12 @@ static void report_row(const bench_t *b, const impl_t *im, size_t block, const r
 {
     field_t f[C_COUNT];
     row_fields(b, im, block, r, 1, f);
-    table_line(f);
+    table_line(columns, C_COUNT, f);
     if (csv != NULL) {
         row_fields(b, im, block, r, 0, f);
-        csv_line(csv, f);
+        csv_line(csv, C_COUNT, f);
         fflush(csv);
     }
-}
-
-/* ---- plotting (rank 0, after MPI_Finalize, so no MPI process forks) ---------- */
-
-static int readable(const char *path)
-{
-    return access(path, R_OK) == 0;
-}
-
-/* Next to the binary (build tree), else where meson installs it. */
-static int find_plot_script(char *out, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        char *slash;
-        exe[n] = '\0';
-        slash = strrchr(exe, '/');
-        if (slash != NULL) {
-            *slash = '\0';
-            snprintf(out, len, "%s/" PLOT_SCRIPT_NAME, exe);
-            if (readable(out))
-                return 1;
-        }
-    }
-    snprintf(out, len, "%s", OC_PLOT_SCRIPT_INSTALLED);
-    return readable(out);
-}
-
-/* Runs gnuplot without a shell, so no path needs quoting. Returns 0 when the
- * PNG was written; notes why not otherwise, and the benchmark still succeeds. */
-static int plot(const char *csv, const char *png, const char *title)
-{
-    char script[PATH_MAX + 64];
-    char *argv[] = {"gnuplot", "-c", script, (char *)csv, (char *)png, (char *)title, NULL};
-    pid_t pid;
-    int rc, status;
-
-    if (!find_plot_script(script, sizeof(script))) {
-        fprintf(stderr, PROG ": note: no PNG: " PLOT_SCRIPT_NAME " is neither next to the "
-                        "binary nor at " OC_PLOT_SCRIPT_INSTALLED "\n");
-        return 1;
-    }
-    rc = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
-    if (rc != 0) {
-        fprintf(stderr, PROG ": note: no PNG: cannot run gnuplot (%s)%s\n", strerror(rc),
-                rc == ENOENT ? "; install gnuplot-nox (ci/setup does)" : "");
-        return 1;
-    }
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, PROG ": note: gnuplot failed on %s; no PNG written\n", script);
-        return 1;
-    }
-    return 0;
 }
 
 /* ---- main -------------------------------------------------------------------------- */
@@ -893,7 +558,7 @@ static void progress_line(const bench_t *b, int k, int nsizes, size_t block, con
 static void run_size(bench_t *b, size_t block, int k, int nsizes, FILE *csv)
 {
     result_t res[IMPL_COUNT];
-    double copy = copy_time(b, block);
+    double copy = copy_time_of(b, block);
     int i;
 
     where.block = block;
@@ -928,29 +593,13 @@ static const char *backend_of(void)
     return "not used";
 }
 
-/* Rank 0: the CSV the table goes to; a temporary one when only a plot is asked. */
-static FILE *open_results(const bench_t *b, char *tmp, const char **path)
-{
-    *path = b->o.csv;
-    if (*path == NULL && b->o.png != NULL) {
-        int fd = mkstemp(tmp);
-        if (fd < 0) {
-            fprintf(stderr, PROG ": note: no PNG: cannot create %s: %s\n", tmp, strerror(errno));
-            return NULL;
-        }
-        close(fd);
-        *path = tmp;
-    }
-    return *path != NULL ? csv_open(b, *path, backend_of()) : NULL;
-}
-
 static void plot_results(const bench_t *b, const char *csv_path)
 {
     char host[128] = "unknown", title[200];
     gethostname(host, sizeof(host) - 1);
     snprintf(title, sizeof(title), "Alltoall overlap (OSU procedure), %d ranks on %s", b->nranks,
              host);
-    if (plot(csv_path, b->o.png, title) == 0)
+    if (plot(PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED, csv_path, b->o.png, title) == 0)
         printf("PNG: %s\n", b->o.png);
 }
 
@@ -966,7 +615,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
-    where.rank = b.rank;
+    bench_rank = b.rank;
+    bench_where = where_str;
     rc = parse_opts(argc, argv, &b.o);
     if (rc != 0) {
         MPI_Finalize();
@@ -986,7 +636,8 @@ int main(int argc, char **argv)
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
         print_header(&b, backend_of());
-        csv = open_results(&b, csv_tmp, &csv_path);
+        csv = open_results(b.o.csv, b.o.png, csv_tmp, &csv_path, columns, C_COUNT, b.nranks,
+                           backend_of(), b.o.check ? "check=on" : "check=off");
     }
     have_csv = csv != NULL;
 

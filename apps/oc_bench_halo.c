@@ -1,0 +1,1068 @@
+/*
+ * oc_bench_halo: how much of a 3D halo exchange hides behind computation, by
+ * the OSU procedure (DESIGN.md, "How overlap is measured"), for five
+ * implementations side by side in one run:
+ *
+ *   mpi_2sided   pack the faces, MPI_Irecv/MPI_Isend with the 6 neighbours
+ *                (MPI_Cart_shift), MPI_Waitall, unpack
+ *   mpi_rma      pack, MPI_Put into the neighbours' landing buffers in a
+ *                generalized active-target epoch (post/start/complete/wait),
+ *                unpack
+ *   oc_thread    offcoll halo plan, progress thread, intranode shared memory
+ *   oc_loopback  the same through the network transport (OC_INTRANODE=loopback)
+ *   oc_inline    offcoll halo plan, progress only inside oc_halo_wait
+ *
+ * Each rank holds an N^3 block (default 128^3 doubles) of every field, with
+ * ghost layers of width w; the ranks form an MPI_Dims_create grid. One
+ * exchange starts every field of a configuration (1 or 9 fields by default),
+ * then waits for every field, as a stencil code exchanging its 9 wavefield
+ * arrays together would. With corners, the MPI versions sweep x, then y with
+ * the x ghosts, then z with both, so only the x stage can overlap.
+ *
+ * Per configuration and implementation: pure exchange time T_comm (start +
+ * wait), then start + calibrated CPU-bound compute lasting T_comm + wait,
+ * overlap = max(0, 100 - 100 (T_overall - T_compute) / T_comm), all times
+ * averaged over ranks. When a progress thread takes CPU from the compute on
+ * the same cores, T_compute grows and OSU's figure credits that; the net
+ * overlap measures against the compute as calibrated (T_comm) instead, as an
+ * application sees it. Beside them: the bound this host allows when every byte
+ * is copied by a CPU (1 - 3 T_memcpy / T_comm, for packing, transfer and
+ * unpacking of the bytes a rank sends), the progress thread's CPU time and
+ * its wake-ups per exchange. The ghost cells are checked against the
+ * neighbours' values after the first exchange of each implementation (ghosts
+ * poisoned before it) and after one more exchange that follows the timed
+ * ones, outside the timed interval.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef OC_PLOT_SCRIPT_INSTALLED
+#define OC_PLOT_SCRIPT_INSTALLED "/usr/local/share/offcoll/plot_halo.gp"
+#endif
+#define PLOT_SCRIPT_NAME "plot_halo.gp"
+
+#define PROG "oc_bench_halo"
+#define MAX_FIELDS 64
+#define MAX_CONFIGS 16
+
+#include "oc_bench_common.h"
+
+/* Where the benchmark is, for every error message. */
+static struct {
+    const char *impl, *phase;
+    int fields;
+    long iter;
+} where = {"-", "set-up", 0, -1};
+
+static void where_str(char *buf, size_t len)
+{
+    int n = snprintf(buf, len, " [impl %s, %s", where.impl, where.phase);
+    if (n < (int)len && where.fields > 0)
+        n += snprintf(buf + n, len - (size_t)n, ", %d field%s", where.fields,
+                      where.fields > 1 ? "s" : "");
+    if (n < (int)len && where.iter >= 0)
+        n += snprintf(buf + n, len - (size_t)n, ", exchange %ld", where.iter);
+    if (n < (int)len)
+        snprintf(buf + n, len - (size_t)n, "]");
+}
+
+/* ---- options ---------------------------------------------------------------- */
+
+enum { IMPL_MPI_2SIDED, IMPL_MPI_RMA, IMPL_OC_THREAD, IMPL_OC_LOOPBACK, IMPL_OC_INLINE,
+       IMPL_COUNT };
+
+static const char *const impl_names[IMPL_COUNT] = {
+    [IMPL_MPI_2SIDED] = "mpi_2sided", [IMPL_MPI_RMA] = "mpi_rma",
+    [IMPL_OC_THREAD] = "oc_thread",   [IMPL_OC_LOOPBACK] = "oc_loopback",
+    [IMPL_OC_INLINE] = "oc_inline",
+};
+
+typedef struct {
+    size_t n[3];          /* interior extents per rank */
+    unsigned width;       /* ghost width */
+    int fields[MAX_CONFIGS], nconfigs;
+    int corners, periodic;
+    int dims[3];          /* 0: MPI_Dims_create chooses */
+    long iters, warmup;
+    double budget_s;
+    const char *csv, *png;
+    int check;
+    int use[IMPL_COUNT];
+} opts_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [options]\n"
+            "  --n N[xNxN]     interior cells per rank and dimension (default 128)\n"
+            "  --width W       ghost width (default 2)\n"
+            "  --fields LIST   comma-separated field counts, one configuration each; an\n"
+            "                  exchange starts all fields, then waits for all (default 1,9)\n"
+            "  --corners, --no-corners  edges and corners too, by the x, y, z sweep\n"
+            "                  (default off: the 6 faces)\n"
+            "  --periodic, --no-periodic  wrap around in every dimension (default on)\n"
+            "  --dims AxBxC    process grid (default: MPI_Dims_create; 0 = let it choose)\n"
+            "  --iters N       timed exchanges per phase at most (default 1000)\n"
+            "  --warmup N      warm-up exchanges at most (default 10)\n"
+            "  --budget S      seconds per timed phase, which set the number of exchanges\n"
+            "                  (default 1; at least %d; 0 = always --iters)\n"
+            "  --impl LIST     comma-separated: mpi_2sided,mpi_rma,oc_thread,oc_loopback,\n"
+            "                  oc_inline (default all)\n"
+            "  --csv PATH      write one row per configuration and implementation\n"
+            "  --png PATH      plot with gnuplot (overlap and exchange time)\n"
+            "  --check, --no-check  check the ghost cells (default on)\n"
+            "The OC_* environment variables (README) configure the offcoll contexts,\n"
+            "except the progress mode and OC_INTRANODE, which each implementation sets.\n",
+            MIN_TIMED_ITERS);
+}
+
+/* "128" (all three) or "64x128x32". */
+static int parse_extents(const char *opt, const char *s, size_t *n, int allow_zero)
+{
+    char *end;
+    const char *p = s;
+    int d;
+    for (d = 0; d < 3; d++) {
+        unsigned long v;
+        errno = 0;
+        v = strtoul(p, &end, 10);
+        if (errno != 0 || end == p || *p == '-' || v > (1ul << 20) || (v == 0 && !allow_zero))
+            break;
+        n[d] = v;
+        if (d == 0 && *end == '\0') {
+            n[1] = n[2] = v;
+            return 0;
+        }
+        if (*end != (d < 2 ? 'x' : '\0'))
+            break;
+        p = end + 1;
+    }
+    if (d == 3)
+        return 0;
+    return opt_error("%s needs N or AxBxC%s, not '%s'", opt,
+                     allow_zero ? " (0 = any)" : " (each 1..1048576)", s);
+}
+
+static int parse_fields(const char *s, opts_t *o)
+{
+    char *copy = strdup(s), *save = NULL, *tok, *end;
+    int rc = 0;
+    o->nconfigs = 0;
+    for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0;
+         tok = strtok_r(NULL, ",", &save)) {
+        long v = strtol(tok, &end, 10);
+        if (end == tok || *end != '\0' || v < 1 || v > MAX_FIELDS)
+            rc = opt_error("--fields: '%s' is not a count in 1..%d", tok, MAX_FIELDS);
+        else if (o->nconfigs == MAX_CONFIGS)
+            rc = opt_error("--fields: at most %d configurations", MAX_CONFIGS);
+        else
+            o->fields[o->nconfigs++] = (int)v;
+    }
+    free(copy);
+    if (rc == 0 && o->nconfigs == 0)
+        rc = opt_error("--fields needs at least one count");
+    return rc;
+}
+
+static int parse_opt(opts_t *o, const char *a, const char *v)
+{
+    if (strcmp(a, "--n") == 0)
+        return parse_extents(a, v, o->n, 0);
+    if (strcmp(a, "--dims") == 0) {
+        size_t d[3];
+        int i, rc = parse_extents(a, v, d, 1);
+        for (i = 0; i < 3 && rc == 0; i++)
+            o->dims[i] = (int)d[i];
+        return rc;
+    }
+    if (strcmp(a, "--width") == 0) {
+        long w;
+        if (parse_count(a, v, &w) != 0 || w < 1 || w > 1024)
+            return opt_error("--width needs 1..1024, not '%s'", v);
+        o->width = (unsigned)w;
+        return 0;
+    }
+    if (strcmp(a, "--fields") == 0)
+        return parse_fields(v, o);
+    if (strcmp(a, "--iters") == 0)
+        return parse_count(a, v, &o->iters);
+    if (strcmp(a, "--warmup") == 0)
+        return parse_count(a, v, &o->warmup);
+    if (strcmp(a, "--budget") == 0)
+        return parse_seconds(a, v, &o->budget_s);
+    if (strcmp(a, "--impl") == 0)
+        return parse_names(a, v, impl_names, IMPL_COUNT, o->use);
+    if (strcmp(a, "--csv") == 0)
+        o->csv = v;
+    else if (strcmp(a, "--png") == 0)
+        o->png = v;
+    else
+        return opt_error("unknown option '%s'", a);
+    return 0;
+}
+
+/* 0 to run, 1 after --help, 2 on a bad command line. */
+static int parse_opts(int argc, char **argv, opts_t *o)
+{
+    static const struct {
+        const char *on, *off;
+        size_t offset;
+    } flags[] = {
+        {"--check", "--no-check", offsetof(opts_t, check)},
+        {"--corners", "--no-corners", offsetof(opts_t, corners)},
+        {"--periodic", "--no-periodic", offsetof(opts_t, periodic)},
+    };
+    int i, k, rc = 0;
+    *o = (opts_t){.n = {128, 128, 128}, .width = 2, .fields = {1, 9}, .nconfigs = 2,
+                  .periodic = 1, .iters = 1000, .warmup = 10, .budget_s = 1.0, .check = 1};
+    parse_names("--impl", "all", impl_names, IMPL_COUNT, o->use);
+    for (i = 1; i < argc && rc == 0; i++) {
+        const char *a = argv[i];
+        for (k = 0; k < (int)(sizeof(flags) / sizeof(flags[0])); k++)
+            if (strcmp(a, flags[k].on) == 0 || strcmp(a, flags[k].off) == 0)
+                break;
+        if (k < (int)(sizeof(flags) / sizeof(flags[0])))
+            *(int *)((char *)o + flags[k].offset) = strcmp(a, flags[k].on) == 0;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (bench_rank == 0)
+                usage(stdout);
+            return 1;
+        } else if (i + 1 == argc)
+            rc = opt_error("%s needs a value", a);
+        else
+            rc = parse_opt(o, a, argv[++i]);
+    }
+    if (rc == 0 && o->iters < 1)
+        rc = opt_error("--iters must be at least 1");
+    return rc;
+}
+
+/* ---- geometry ------------------------------------------------------------------
+ * A field is a C array of ext[0] x ext[1] x ext[2] doubles, ext = n + 2w,
+ * dimension 0 (x) slowest, as oc_halo_create takes it. Side 0 of dimension d
+ * is the low one. The layer this rank sends to its side-s neighbour lands in
+ * that neighbour's ghost on side 1-s. With corners, dimension d's messages
+ * span the ghosts of the dimensions before it (the sweep); otherwise only the
+ * interior.
+ */
+
+typedef struct {
+    size_t lo[3], hi[3];
+} box_t;
+
+typedef struct {
+    int rank, nranks;
+    opts_t o;
+    MPI_Comm cart;                /* MPI_Cart_create without reordering: rank as in world */
+    int dims[3], coords[3];
+    int nbr[3][2];                /* MPI_Cart_shift: the neighbour on each side, or PROC_NULL */
+    size_t n[3], ext[3], w;
+    size_t cells;                 /* per field, ghosts included */
+    box_t send[3][2], recv[3][2]; /* the boundary layer sent, the ghost layer received */
+    size_t face[3];               /* elements of one message of dimension d */
+    size_t sent_per_field;        /* bytes this rank sends per field and exchange */
+    int nfields_max;
+    double *field[MAX_FIELDS];
+    unsigned char *csrc, *cdst;   /* the copy-bound buffers */
+    uint64_t seq;                 /* fills so far, equal on all ranks: values never repeat */
+    double fp_s_per_iter;         /* calibrated dummy compute */
+    double t0;                    /* start of the run, for progress lines */
+} bench_t;
+
+static size_t box_elems(const box_t *bx)
+{
+    return (bx->hi[0] - bx->lo[0]) * (bx->hi[1] - bx->lo[1]) * (bx->hi[2] - bx->lo[2]);
+}
+
+static size_t idx(const bench_t *b, size_t i0, size_t i1, size_t i2)
+{
+    return (i0 * b->ext[1] + i1) * b->ext[2] + i2;
+}
+
+/* Contiguous runs along dimension 2, one memcpy each. */
+static void pack(const bench_t *b, const double *a, const box_t *bx, double *buf)
+{
+    size_t i0, i1, len = bx->hi[2] - bx->lo[2];
+    for (i0 = bx->lo[0]; i0 < bx->hi[0]; i0++)
+        for (i1 = bx->lo[1]; i1 < bx->hi[1]; i1++, buf += len)
+            memcpy(buf, a + idx(b, i0, i1, bx->lo[2]), len * sizeof(double));
+}
+
+static void unpack(const bench_t *b, double *a, const box_t *bx, const double *buf)
+{
+    size_t i0, i1, len = bx->hi[2] - bx->lo[2];
+    for (i0 = bx->lo[0]; i0 < bx->hi[0]; i0++)
+        for (i1 = bx->lo[1]; i1 < bx->hi[1]; i1++, buf += len)
+            memcpy(a + idx(b, i0, i1, bx->lo[2]), buf, len * sizeof(double));
+}
+
+static void geometry(bench_t *b)
+{
+    int periods[3], d, e, s;
+    size_t w = b->o.width;
+
+    memcpy(b->dims, b->o.dims, sizeof(b->dims));
+    if (MPI_Dims_create(b->nranks, 3, b->dims) != MPI_SUCCESS)
+        die("MPI_Dims_create cannot make a grid of %d ranks from --dims %dx%dx%d", b->nranks,
+            b->o.dims[0], b->o.dims[1], b->o.dims[2]);
+    for (d = 0; d < 3; d++)
+        periods[d] = b->o.periodic;
+    MPI_Cart_create(MPI_COMM_WORLD, 3, b->dims, periods, 0, &b->cart);
+    MPI_Cart_coords(b->cart, b->rank, 3, b->coords);
+    b->w = w;
+    for (d = 0; d < 3; d++) {
+        MPI_Cart_shift(b->cart, d, 1, &b->nbr[d][0], &b->nbr[d][1]);
+        b->n[d] = b->o.n[d];
+        b->ext[d] = b->n[d] + 2 * w;
+        if ((b->dims[d] > 1 || b->o.periodic) && w > b->n[d])
+            die("--width %zu is above the interior extent %zu of dimension %d", w, b->n[d], d);
+    }
+    b->cells = b->ext[0] * b->ext[1] * b->ext[2];
+    b->sent_per_field = 0;
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < 2; s++) {
+            box_t *snd = &b->send[d][s], *rcv = &b->recv[d][s];
+            for (e = 0; e < 3; e++) {
+                int full = b->o.corners && e < d;
+                snd->lo[e] = rcv->lo[e] = full ? 0 : w;
+                snd->hi[e] = rcv->hi[e] = full ? b->ext[e] : w + b->n[e];
+            }
+            snd->lo[d] = s == 0 ? w : b->n[d];
+            snd->hi[d] = snd->lo[d] + w;
+            rcv->lo[d] = s == 0 ? 0 : b->n[d] + w;
+            rcv->hi[d] = rcv->lo[d] + w;
+            b->face[d] = box_elems(snd);
+            if (b->nbr[d][s] != MPI_PROC_NULL)
+                b->sent_per_field += b->face[d] * sizeof(double);
+        }
+}
+
+/* The dimensions of stage st: the three at once, or one per stage with corners. */
+static int stages(const bench_t *b)
+{
+    return b->o.corners ? 3 : 1;
+}
+
+static void stage_dims(const bench_t *b, int st, int *dlo, int *dhi)
+{
+    *dlo = b->o.corners ? st : 0;
+    *dhi = b->o.corners ? st + 1 : 3;
+}
+
+/* ---- data and check ----------------------------------------------------------------
+ * Interior cell (g0, g1, g2) of field f, in global coordinates, holds
+ * base(seq, f) + its global linear index: exact in a double, different for
+ * every cell, field and fill. A ghost cell must hold the value of the global
+ * cell it mirrors (wrapped around where periodic); ghosts that mirror no cell
+ * (a non-periodic edge) and, without corners, edge and corner ghosts are not
+ * checked. Before the first exchange of an implementation every ghost cell is
+ * poisoned (NaN), so a ghost never written fails.
+ */
+
+static double cell_base(uint64_t seq, int f)
+{
+    return (double)((seq * MAX_FIELDS + (uint64_t)f) % 65536) * 68719476736.0; /* 2^36 */
+}
+
+static void fill_field(bench_t *b, int f)
+{
+    double *a = b->field[f], base = cell_base(b->seq, f);
+    size_t i0, i1, i2, G1 = (size_t)b->dims[1] * b->n[1], G2 = (size_t)b->dims[2] * b->n[2];
+    size_t o0 = (size_t)b->coords[0] * b->n[0], o1 = (size_t)b->coords[1] * b->n[1],
+           o2 = (size_t)b->coords[2] * b->n[2];
+    for (i0 = 0; i0 < b->n[0]; i0++)
+        for (i1 = 0; i1 < b->n[1]; i1++) {
+            double row = base + (double)(((o0 + i0) * G1 + o1 + i1) * G2 + o2);
+            double *p = a + idx(b, i0 + b->w, i1 + b->w, b->w);
+            for (i2 = 0; i2 < b->n[2]; i2++)
+                p[i2] = row + (double)i2;
+        }
+}
+
+/* Global coordinate of local index i in dimension d, wrapped; -1 if none. */
+static long global_of(const bench_t *b, int d, size_t i)
+{
+    long G = (long)b->dims[d] * (long)b->n[d];
+    long g = (long)b->coords[d] * (long)b->n[d] + (long)i - (long)b->w;
+    if (b->o.periodic)
+        return (g % G + G) % G;
+    return g >= 0 && g < G ? g : -1;
+}
+
+static void mismatch(const bench_t *b, int f, const size_t i[3], double got, double want)
+{
+    const char *side[3];
+    int d;
+    for (d = 0; d < 3; d++)
+        side[d] = i[d] < b->w ? "low ghost" : i[d] >= b->n[d] + b->w ? "high ghost" : "interior";
+    die("GHOST MISMATCH in field %d at local (%zu, %zu, %zu) (x %s, y %s, z %s; grid %dx%dx%d, "
+        "this rank at (%d, %d, %d)): expected %.17g, got %.17g%s", f, i[0], i[1], i[2], side[0],
+        side[1], side[2], b->dims[0], b->dims[1], b->dims[2], b->coords[0], b->coords[1],
+        b->coords[2], want, got, isnan(got) ? " (the poison: never written)" : "");
+}
+
+/* Visits every ghost cell: poisons it, or checks it where it is defined. */
+static void ghost_pass(const bench_t *b, int f, int poison)
+{
+    double *a = b->field[f], base = cell_base(b->seq, f);
+    size_t i[3], w = b->w;
+    long G1 = (long)b->dims[1] * (long)b->n[1], G2 = (long)b->dims[2] * (long)b->n[2];
+
+    for (i[0] = 0; i[0] < b->ext[0]; i[0]++)
+        for (i[1] = 0; i[1] < b->ext[1]; i[1]++) {
+            int in0 = i[0] >= w && i[0] < w + b->n[0], in1 = i[1] >= w && i[1] < w + b->n[1];
+            size_t step = in0 && in1 ? b->n[2] + 1 : 1; /* jump over the interior */
+            for (i[2] = 0; i[2] < b->ext[2]; i[2] += (i[2] == w - 1 ? step : 1)) {
+                int in2 = i[2] >= w && i[2] < w + b->n[2], d, outside = 3 - in0 - in1 - in2;
+                long g[3];
+                double *p = a + idx(b, i[0], i[1], i[2]);
+                if (poison) {
+                    *p = NAN;
+                    continue;
+                }
+                if (outside > 1 && !b->o.corners)
+                    continue;
+                for (d = 0; d < 3; d++)
+                    if ((g[d] = global_of(b, d, i[d])) < 0)
+                        break;
+                if (d == 3 && *p != base + (double)((g[0] * G1 + g[1]) * G2 + g[2]))
+                    mismatch(b, f, i, *p, base + (double)((g[0] * G1 + g[1]) * G2 + g[2]));
+            }
+        }
+}
+
+/* ---- implementations ------------------------------------------------------------ */
+
+typedef struct impl impl_t;
+struct impl {
+    const char *name;
+    int offcoll;                /* mode and intranode below are meaningful */
+    oc_progress_mode_t mode;
+    oc_intranode_t intranode;
+    void (*setup)(impl_t *im, bench_t *b, int nf);
+    void (*start)(impl_t *im, bench_t *b, int f);
+    void (*wait)(impl_t *im, bench_t *b, int f);
+    void (*teardown)(impl_t *im, bench_t *b, int nf);
+    int unavailable;            /* its context could not be made (a note says why) */
+    oc_context_t *ctx;
+    oc_team_t *team;
+    oc_halo_t *halo;
+};
+
+/* The MPI versions' state per field: packed faces, requests, the RMA window
+ * (whose memory holds the landing buffers, one per dimension and side). */
+typedef struct {
+    double *sbuf[3][2], *rbuf[3][2];
+    MPI_Request req[12];
+    int nreq;
+    MPI_Win win;
+    double *landing;
+} mpi_field_t;
+
+static mpi_field_t mf[MAX_FIELDS];
+static MPI_Group stage_group[3]; /* mpi_rma: the distinct neighbours of each stage */
+static size_t landing_off[3][2]; /* mpi_rma: elements into the window, the same on every rank */
+
+static int msg_tag(int f, int d, int recv_side)
+{
+    return (f * 3 + d) * 2 + recv_side;
+}
+
+static void mpi_setup(impl_t *im, bench_t *b, int nf)
+{
+    int f, d, s, rma = strcmp(im->name, "mpi_rma") == 0;
+    size_t total = 0;
+
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < 2; s++) {
+            landing_off[d][s] = total;
+            total += b->face[d];
+        }
+    for (f = 0; f < nf; f++) {
+        mpi_field_t *m = &mf[f];
+        if (rma) {
+            MPI_Info info;
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "no_locks", "true");
+            MPI_Win_allocate((MPI_Aint)(total * sizeof(double)), sizeof(double), info, b->cart,
+                             &m->landing, &m->win);
+            MPI_Info_free(&info);
+        }
+        for (d = 0; d < 3; d++)
+            for (s = 0; s < 2; s++) {
+                m->sbuf[d][s] = (double *)buf_alloc(b->face[d] * sizeof(double));
+                m->rbuf[d][s] = rma ? m->landing + landing_off[d][s]
+                                    : (double *)buf_alloc(b->face[d] * sizeof(double));
+            }
+    }
+    if (rma) {
+        MPI_Group all;
+        MPI_Comm_group(b->cart, &all);
+        for (s = 0; s < stages(b); s++) {
+            int dlo, dhi, ranks[6], k = 0, j, side;
+            stage_dims(b, s, &dlo, &dhi);
+            for (d = dlo; d < dhi; d++)
+                for (side = 0; side < 2; side++) {
+                    int r = b->nbr[d][side];
+                    for (j = 0; j < k && ranks[j] != r; j++)
+                        ;
+                    if (r != MPI_PROC_NULL && j == k)
+                        ranks[k++] = r;
+                }
+            MPI_Group_incl(all, k, ranks, &stage_group[s]);
+        }
+        MPI_Group_free(&all);
+    }
+}
+
+static void mpi_teardown(impl_t *im, bench_t *b, int nf)
+{
+    int f, d, s, rma = strcmp(im->name, "mpi_rma") == 0;
+    for (f = 0; f < nf; f++)
+        for (d = 0; d < 3; d++)
+            for (s = 0; s < 2; s++) {
+                free(mf[f].sbuf[d][s]);
+                if (!rma)
+                    free(mf[f].rbuf[d][s]);
+            }
+    if (rma) {
+        for (f = 0; f < nf; f++)
+            MPI_Win_free(&mf[f].win);
+        for (s = 0; s < stages(b); s++)
+            MPI_Group_free(&stage_group[s]);
+    }
+    memset(mf, 0, sizeof(mf));
+}
+
+/* Receives posted first, then each face packed and sent. */
+static void two_sided_stage_start(bench_t *b, int f, int st)
+{
+    mpi_field_t *m = &mf[f];
+    int dlo, dhi, d, s;
+    stage_dims(b, st, &dlo, &dhi);
+    for (d = dlo; d < dhi; d++)
+        for (s = 0; s < 2; s++)
+            if (b->nbr[d][s] != MPI_PROC_NULL)
+                MPI_Irecv(m->rbuf[d][s], (int)b->face[d], MPI_DOUBLE, b->nbr[d][s],
+                          msg_tag(f, d, s), b->cart, &m->req[m->nreq++]);
+    for (d = dlo; d < dhi; d++)
+        for (s = 0; s < 2; s++)
+            if (b->nbr[d][s] != MPI_PROC_NULL) {
+                pack(b, b->field[f], &b->send[d][s], m->sbuf[d][s]);
+                MPI_Isend(m->sbuf[d][s], (int)b->face[d], MPI_DOUBLE, b->nbr[d][s],
+                          msg_tag(f, d, 1 - s), b->cart, &m->req[m->nreq++]);
+            }
+}
+
+/* Exposure epoch opened first, then each face packed and put. */
+static void rma_stage_start(bench_t *b, int f, int st)
+{
+    mpi_field_t *m = &mf[f];
+    int dlo, dhi, d, s;
+    stage_dims(b, st, &dlo, &dhi);
+    MPI_Win_post(stage_group[st], 0, m->win);
+    for (d = dlo; d < dhi; d++)
+        for (s = 0; s < 2; s++)
+            if (b->nbr[d][s] != MPI_PROC_NULL)
+                pack(b, b->field[f], &b->send[d][s], m->sbuf[d][s]);
+    MPI_Win_start(stage_group[st], 0, m->win);
+    for (d = dlo; d < dhi; d++)
+        for (s = 0; s < 2; s++)
+            if (b->nbr[d][s] != MPI_PROC_NULL)
+                MPI_Put(m->sbuf[d][s], (int)b->face[d], MPI_DOUBLE, b->nbr[d][s],
+                        (MPI_Aint)landing_off[d][1 - s], (int)b->face[d], MPI_DOUBLE, m->win);
+}
+
+/* Completes stage st of field f and unpacks its ghosts. */
+static void mpi_stage_finish(bench_t *b, int f, int st, int rma)
+{
+    mpi_field_t *m = &mf[f];
+    int dlo, dhi, d, s;
+    if (rma) {
+        MPI_Win_complete(m->win);
+        MPI_Win_wait(m->win);
+    } else {
+        MPI_Waitall(m->nreq, m->req, MPI_STATUSES_IGNORE);
+        m->nreq = 0;
+    }
+    stage_dims(b, st, &dlo, &dhi);
+    for (d = dlo; d < dhi; d++)
+        for (s = 0; s < 2; s++)
+            if (b->nbr[d][s] != MPI_PROC_NULL)
+                unpack(b, b->field[f], &b->recv[d][s], m->rbuf[d][s]);
+}
+
+static void two_sided_start(impl_t *im, bench_t *b, int f)
+{
+    (void)im;
+    two_sided_stage_start(b, f, 0);
+}
+
+static void rma_start(impl_t *im, bench_t *b, int f)
+{
+    (void)im;
+    rma_stage_start(b, f, 0);
+}
+
+/* The rest of the sweep: stage st+1 needs the ghosts of stage st. */
+static void mpi_wait(impl_t *im, bench_t *b, int f)
+{
+    int st, rma = im->start == rma_start;
+    for (st = 0; st < stages(b); st++) {
+        if (st > 0)
+            (rma ? rma_stage_start : two_sided_stage_start)(b, f, st);
+        mpi_stage_finish(b, f, st, rma);
+    }
+}
+
+static void oc_setup(impl_t *im, bench_t *b, int nf)
+{
+    oc_halo_field_t fields[MAX_FIELDS];
+    oc_halo_params_t p;
+    int f, d, s;
+
+    memset(&p, 0, sizeof(p));
+    for (d = 0; d < 3; d++) {
+        p.dims[d] = b->dims[d];
+        p.periodic[d] = b->o.periodic;
+    }
+    p.width = (unsigned)b->w;
+    p.corners = b->o.corners;
+    for (f = 0; f < nf; f++) {
+        fields[f].data = b->field[f];
+        memcpy(fields[f].n, b->n, sizeof(fields[f].n));
+        fields[f].elem_size = sizeof(double);
+    }
+    oc_check(oc_halo_create(im->team, &p, fields, nf, &im->halo), "oc_halo_create");
+    /* The plan's grid must be MPI_Cart_create's, or the check below would
+     * blame the data for a difference of neighbours. */
+    for (d = 0; d < 3; d++)
+        for (s = 0; s < 2; s++) {
+            int off[3] = {0, 0, 0}, mpi = b->nbr[d][s], oc;
+            off[d] = s == 0 ? -1 : 1;
+            oc = oc_halo_neighbor(im->halo, off[0], off[1], off[2]);
+            if (oc != (mpi == MPI_PROC_NULL ? -1 : mpi))
+                die("oc_halo_neighbor(%d, %d, %d) = %d, but MPI_Cart_shift says %d", off[0],
+                    off[1], off[2], oc, mpi == MPI_PROC_NULL ? -1 : mpi);
+        }
+}
+
+static void oc_teardown(impl_t *im, bench_t *b, int nf)
+{
+    (void)b;
+    (void)nf;
+    oc_check(oc_halo_free(im->halo), "oc_halo_free");
+    im->halo = NULL;
+}
+
+static void oc_start_halo(impl_t *im, bench_t *b, int f)
+{
+    (void)b;
+    oc_check(oc_halo_start(im->halo, f), "oc_halo_start");
+}
+
+static void oc_wait_halo(impl_t *im, bench_t *b, int f)
+{
+    (void)b;
+    oc_check(oc_halo_wait(im->halo, f), "oc_halo_wait");
+}
+
+#define OC_IMPL(mode_, intranode_)                                                        \
+    .offcoll = 1, .mode = mode_, .intranode = intranode_, .setup = oc_setup,              \
+    .start = oc_start_halo, .wait = oc_wait_halo, .teardown = oc_teardown
+
+static impl_t impls[IMPL_COUNT] = {
+    [IMPL_MPI_2SIDED] = {.name = "mpi_2sided", .setup = mpi_setup, .start = two_sided_start,
+                         .wait = mpi_wait, .teardown = mpi_teardown},
+    [IMPL_MPI_RMA] = {.name = "mpi_rma", .setup = mpi_setup, .start = rma_start,
+                      .wait = mpi_wait, .teardown = mpi_teardown},
+    [IMPL_OC_THREAD] = {.name = "oc_thread",
+                        OC_IMPL(OC_PROGRESS_THREAD, OC_INTRANODE_SHM)},
+    [IMPL_OC_LOOPBACK] = {.name = "oc_loopback",
+                          OC_IMPL(OC_PROGRESS_THREAD, OC_INTRANODE_LOOPBACK)},
+    [IMPL_OC_INLINE] = {.name = "oc_inline", OC_IMPL(OC_PROGRESS_INLINE, OC_INTRANODE_SHM)},
+};
+
+/* A context per offcoll implementation, since a context reads its
+ * configuration once. One that cannot be made on some rank (a transport
+ * missing here) is left out everywhere, with a note. */
+static void impl_open(bench_t *b, impl_t *im)
+{
+    oc_config_t cfg;
+    oc_status_t st;
+    int ok, all_ok;
+    if (!im->offcoll)
+        return;
+    where.impl = im->name;
+    oc_check(oc_config_init(&cfg), "oc_config_init");
+    cfg.progress = im->mode;
+    cfg.intranode = im->intranode;
+    st = oc_init(&cfg, &im->ctx);
+    ok = st == OC_OK;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        if (st != OC_OK)
+            fprintf(stderr, PROG ": rank %d: note: %s left out: oc_init: %s: %s\n", b->rank,
+                    im->name, oc_status_string(st), oc_last_error());
+        else
+            oc_check(oc_finalize(im->ctx), "oc_finalize");
+        im->ctx = NULL;
+        im->unavailable = 1;
+    } else
+        oc_check(oc_team_create_mpi(im->ctx, b->cart, &im->team), "oc_team_create_mpi");
+    where.impl = "-";
+}
+
+static void impl_close(impl_t *im)
+{
+    if (im->team != NULL)
+        oc_check(oc_team_free(im->team), "oc_team_free");
+    if (im->ctx != NULL)
+        oc_check(oc_finalize(im->ctx), "oc_finalize");
+    im->team = NULL;
+    im->ctx = NULL;
+}
+
+/* ---- timed phases ------------------------------------------------------------ */
+
+/* One exchange: start every field, (compute), wait for every field. */
+static double exchange(bench_t *b, impl_t *im, int nf, uint64_t fp_iters, double *t_compute)
+{
+    double t, tc = 0;
+    int f;
+    MPI_Barrier(b->cart);
+    t = MPI_Wtime();
+    for (f = 0; f < nf; f++)
+        im->start(im, b, f);
+    if (fp_iters > 0) {
+        tc = MPI_Wtime();
+        fp_work(fp_iters);
+        tc = MPI_Wtime() - tc;
+    }
+    for (f = 0; f < nf; f++)
+        im->wait(im, b, f);
+    t = MPI_Wtime() - t;
+    if (t_compute != NULL)
+        *t_compute += tc;
+    return t;
+}
+
+/* An untimed exchange into poisoned ghosts, checked; fresh values first when
+ * refill (else the neighbours' last ones, which the ghosts must show again). */
+static double checked_exchange(bench_t *b, impl_t *im, int nf, int refill, const char *ph)
+{
+    double t;
+    int f;
+    where.phase = ph;
+    if (b->o.check) {
+        if (refill)
+            b->seq++;
+        for (f = 0; f < nf; f++) {
+            if (refill)
+                fill_field(b, f);
+            ghost_pass(b, f, 1);
+        }
+    }
+    t = exchange(b, im, nf, 0, NULL);
+    if (b->o.check)
+        for (f = 0; f < nf; f++)
+            ghost_pass(b, f, 0);
+    return t;
+}
+
+/* Mean time per exchange on this rank; *compute_mean likewise when given. */
+static double phase(bench_t *b, impl_t *im, int nf, const char *name, long iters,
+                    uint64_t fp_iters, double *compute_mean)
+{
+    double total = 0, compute = 0;
+    long it;
+    where.phase = name;
+    for (it = 0; it < iters; it++) {
+        where.iter = it;
+        total += exchange(b, im, nf, fp_iters, &compute);
+    }
+    where.iter = -1;
+    if (compute_mean != NULL)
+        *compute_mean = iters > 0 ? compute / (double)iters : 0;
+    return iters > 0 ? total / (double)iters : 0;
+}
+
+/* What is measured per exchange on each rank, then averaged over ranks. */
+enum { M_COMM, M_OVERALL, M_COMPUTE, M_PE_CPU, M_WAKEUPS, M_COUNT };
+
+typedef struct {
+    long iters;
+    double m[M_COUNT]; /* seconds or counts per exchange, mean over ranks */
+    double copy;       /* 3 memcpy of the bytes sent, s, mean over ranks */
+} result_t;
+
+static void stats_of(const impl_t *im, oc_stats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (im->ctx != NULL)
+        oc_check(oc_context_stats(im->ctx, s), "oc_context_stats");
+}
+
+static result_t measure(bench_t *b, impl_t *im, int nf)
+{
+    result_t r = {0};
+    double *m = r.m, probe, t;
+    long warm;
+    oc_stats_t s0, s1;
+
+    probe = max_over_ranks(checked_exchange(b, im, nf, 1, "first exchange"));
+    warm = fit_budget(b->o.budget_s / 4, probe, 1, b->o.warmup);
+    t = warm > 0 ? phase(b, im, nf, "warm-up", warm, 0, NULL) : probe;
+    r.iters = fit_budget(b->o.budget_s, max_over_ranks(t), MIN_TIMED_ITERS, b->o.iters);
+
+    m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
+    /* Each rank computes for its own T_comm, as OSU does. */
+    stats_of(im, &s0);
+    m[M_OVERALL] = phase(b, im, nf, "overlapped", r.iters,
+                         fp_steps_for(b->fp_s_per_iter, m[M_COMM]), &m[M_COMPUTE]);
+    stats_of(im, &s1);
+    m[M_PE_CPU] = (s1.progress_cpu_s - s0.progress_cpu_s) / (double)r.iters;
+    m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
+    checked_exchange(b, im, nf, 0, "exchange after the timed ones");
+    mean_over_ranks(m, M_COUNT);
+    return r;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+enum { C_IMPL, C_FIELDS, C_N, C_WIDTH, C_CORNERS, C_PERIODIC, C_DIMS, C_RANKS, C_BYTES,
+       C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP, C_NET, C_COPY, C_BOUND, C_PE_CPU,
+       C_WAKEUPS, C_CONFIG, C_COUNT };
+
+static const column_t columns[C_COUNT] = {
+    [C_IMPL] = {"impl", "impl", -12},         [C_FIELDS] = {"fields", "fields", 6},
+    [C_N] = {"", "n", 0},                     [C_WIDTH] = {"", "width", 0},
+    [C_CORNERS] = {"", "corners", 0},         [C_PERIODIC] = {"", "periodic", 0},
+    [C_DIMS] = {"", "dims", 0},               [C_RANKS] = {"", "ranks", 0},
+    [C_BYTES] = {"sent", "bytes_sent_per_rank", 7},
+    [C_ITERS] = {"iters", "iters", 6},        [C_PURE] = {"pure_us", "pure_us", 10},
+    [C_OVERALL] = {"overall_us", "overall_us", 10},
+    [C_COMPUTE] = {"compute_us", "compute_us", 10},
+    [C_OVERLAP] = {"overlap%", "overlap_pct", 8}, [C_NET] = {"net%", "net_overlap_pct", 5},
+    [C_COPY] = {"copy_us", "copy_us", 9},
+    [C_BOUND] = {"bound%", "bound_pct", 7},
+    [C_PE_CPU] = {"pe_cpu_us", "pe_cpu_us_per_exchange", 10},
+    [C_WAKEUPS] = {"wakeup/ex", "wakeups_per_exchange", 9},
+    [C_CONFIG] = {"", "config", 0},
+};
+
+static const char *bytes_str(size_t s, char *buf, size_t len)
+{
+    if (s >= ((size_t)1 << 20))
+        snprintf(buf, len, "%.1fM", (double)s / (1 << 20));
+    else if (s >= 1024)
+        snprintf(buf, len, "%.0fK", (double)s / 1024);
+    else
+        snprintf(buf, len, "%zu", s);
+    return buf;
+}
+
+static void row_fields(const bench_t *b, const impl_t *im, int cfg, const result_t *r,
+                       int table, field_t f[C_COUNT])
+{
+    const double *m = r->m;
+    int nf = b->o.fields[cfg], oc = im->offcoll, thread = oc && im->mode == OC_PROGRESS_THREAD;
+    size_t bytes = b->sent_per_field * (size_t)nf;
+
+    snprintf(f[C_IMPL], sizeof(field_t), "%s", im->name);
+    snprintf(f[C_FIELDS], sizeof(field_t), "%d", nf);
+    snprintf(f[C_N], sizeof(field_t), "%zux%zux%zu", b->n[0], b->n[1], b->n[2]);
+    snprintf(f[C_WIDTH], sizeof(field_t), "%zu", b->w);
+    snprintf(f[C_CORNERS], sizeof(field_t), "%d", b->o.corners);
+    snprintf(f[C_PERIODIC], sizeof(field_t), "%d", b->o.periodic);
+    snprintf(f[C_DIMS], sizeof(field_t), "%dx%dx%d", b->dims[0], b->dims[1], b->dims[2]);
+    snprintf(f[C_RANKS], sizeof(field_t), "%d", b->nranks);
+    if (table)
+        bytes_str(bytes, f[C_BYTES], sizeof(field_t));
+    else
+        snprintf(f[C_BYTES], sizeof(field_t), "%zu", bytes);
+    snprintf(f[C_ITERS], sizeof(field_t), "%ld", r->iters);
+    set_field(f[C_PURE], 1, 1, m[M_COMM] * 1e6);
+    set_field(f[C_OVERALL], 1, 1, m[M_OVERALL] * 1e6);
+    set_field(f[C_COMPUTE], 1, 1, m[M_COMPUTE] * 1e6);
+    set_field(f[C_OVERLAP], 1, 1, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
+    set_field(f[C_NET], 1, 0, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMM]));
+    set_field(f[C_COPY], 1, 1, r->copy * 1e6);
+    set_field(f[C_BOUND], 1, 1, bound_pct(m[M_COMM], r->copy));
+    set_field(f[C_PE_CPU], thread, 1, m[M_PE_CPU] * 1e6);
+    set_field(f[C_WAKEUPS], thread, 2, m[M_WAKEUPS]);
+    snprintf(f[C_CONFIG], sizeof(field_t), "%d", cfg);
+}
+
+static void report_row(const bench_t *b, const impl_t *im, int cfg, const result_t *r,
+                       FILE *csv)
+{
+    field_t f[C_COUNT];
+    row_fields(b, im, cfg, r, 1, f);
+    table_line(columns, C_COUNT, f);
+    if (csv != NULL) {
+        row_fields(b, im, cfg, r, 0, f);
+        csv_line(csv, C_COUNT, f);
+        fflush(csv);
+    }
+}
+
+static const char *backend_of(void)
+{
+    int i;
+    for (i = 0; i < IMPL_COUNT; i++)
+        if (impls[i].ctx != NULL)
+            return oc_context_backend_info(impls[i].ctx);
+    return "not used";
+}
+
+static void print_header(const bench_t *b)
+{
+    field_t f[C_COUNT];
+    char per_field[24];
+    int i;
+    printf("# " PROG ": 3D halo exchange overlap, OSU procedure, %d ranks, grid %dx%dx%d%s\n",
+           b->nranks, b->dims[0], b->dims[1], b->dims[2],
+           b->o.periodic ? " periodic" : " (not periodic)");
+    printf("# field: %zux%zux%zu doubles per rank, ghost width %zu (%.1f MB with ghosts), %s; "
+           "%s sent per field and exchange\n", b->n[0], b->n[1], b->n[2], b->w,
+           (double)b->cells * sizeof(double) / 1e6,
+           b->o.corners ? "faces, edges and corners (x, y, z sweep)" : "faces only",
+           bytes_str(b->sent_per_field, per_field, sizeof(per_field)));
+    for (i = 0; i < IMPL_COUNT; i++)
+        if (impls[i].ctx != NULL)
+            printf("# offcoll backend of %s: %s\n", impls[i].name,
+                   oc_context_backend_info(impls[i].ctx));
+    printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
+           "exchanges %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.budget_s, MIN_TIMED_ITERS,
+           b->o.iters);
+    printf("# exchange = start all fields, [compute], wait all fields; us per exchange, mean "
+           "over ranks\n# overlap = max(0, 100 - 100*(overall - compute)/pure); bound = "
+           "100*(1 - copy/pure), copy = 3 memcpy of the bytes sent (pack, transfer, unpack)\n"
+           "# net = the same against the compute as calibrated (lasting pure), not as it ran: "
+           "CPU taken from the\n#   compute (compute above pure: by a progress thread) "
+           "counts against it, as in an application\n"
+           "# ghost cells checked: %s\n",
+           b->o.check ? "after the first exchange and after the timed ones" : "no (--no-check)");
+    header_fields(columns, C_COUNT, 1, f);
+    table_line(columns, C_COUNT, f);
+    fflush(stdout);
+}
+
+/* ---- main -------------------------------------------------------------------------- */
+
+static void run_config(bench_t *b, int cfg, FILE *csv)
+{
+    result_t res[IMPL_COUNT];
+    int i, nf = b->o.fields[cfg];
+    double copy = 3 * copy_time(b->cdst, b->csrc, b->sent_per_field * (size_t)nf);
+
+    where.fields = nf;
+    for (i = 0; i < IMPL_COUNT; i++) {
+        impl_t *im = &impls[i];
+        if (!b->o.use[i] || im->unavailable)
+            continue;
+        where.impl = im->name;
+        where.phase = "set-up";
+        if (b->rank == 0)
+            fprintf(stderr, PROG ": [%d/%d] %2d field%s %-12s (%.1f s elapsed)\n", cfg + 1,
+                    b->o.nconfigs, nf, nf > 1 ? "s" : " ", im->name, MPI_Wtime() - b->t0);
+        im->setup(im, b, nf);
+        res[i] = measure(b, im, nf);
+        res[i].copy = copy;
+        where.phase = "tear-down";
+        im->teardown(im, b, nf);
+    }
+    where.impl = "-";
+    where.fields = 0;
+    if (b->rank != 0)
+        return;
+    for (i = 0; i < IMPL_COUNT; i++)
+        if (b->o.use[i] && !impls[i].unavailable)
+            report_row(b, &impls[i], cfg, &res[i], csv);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void plot_results(const bench_t *b, const char *csv_path)
+{
+    char host[128] = "unknown", title[256];
+    gethostname(host, sizeof(host) - 1);
+    snprintf(title, sizeof(title),
+             "Halo exchange overlap (OSU procedure), %zux%zux%zu doubles/rank, w=%zu, %s, "
+             "%d ranks on %s", b->n[0], b->n[1], b->n[2], b->w,
+             b->o.corners ? "corners" : "faces", b->nranks, host);
+    if (plot(PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED, csv_path, b->o.png, title) == 0)
+        printf("PNG: %s\n", b->o.png);
+}
+
+int main(int argc, char **argv)
+{
+    bench_t b = {0};
+    char csv_tmp[] = "/tmp/oc_bench_halo_XXXXXX", extra[128];
+    const char *csv_path = NULL;
+    FILE *csv = NULL;
+    size_t copy_bytes;
+    int i, have_csv, rc;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
+    bench_rank = b.rank;
+    bench_where = where_str;
+    rc = parse_opts(argc, argv, &b.o);
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc == 1 ? 0 : 2;
+    }
+    b.t0 = MPI_Wtime();
+
+    geometry(&b);
+    for (i = 0; i < b.o.nconfigs; i++)
+        if (b.o.fields[i] > b.nfields_max)
+            b.nfields_max = b.o.fields[i];
+    for (i = 0; i < b.nfields_max; i++)
+        b.field[i] = (double *)buf_alloc(b.cells * sizeof(double));
+    copy_bytes = b.sent_per_field * (size_t)b.nfields_max;
+    b.csrc = buf_alloc(copy_bytes);
+    b.cdst = buf_alloc(copy_bytes);
+    for (i = 0; i < IMPL_COUNT; i++)
+        if (b.o.use[i])
+            impl_open(&b, &impls[i]);
+    b.fp_s_per_iter = fp_calibrate();
+    if (b.rank == 0) {
+        print_header(&b);
+        snprintf(extra, sizeof(extra), "check=%s", b.o.check ? "on" : "off");
+        csv = open_results(b.o.csv, b.o.png, csv_tmp, &csv_path, columns, C_COUNT, b.nranks,
+                           backend_of(), extra);
+    }
+    have_csv = csv != NULL;
+
+    for (i = 0; i < b.o.nconfigs; i++)
+        run_config(&b, i, csv);
+
+    for (i = 0; i < IMPL_COUNT; i++)
+        impl_close(&impls[i]);
+    for (i = 0; i < b.nfields_max; i++)
+        free(b.field[i]);
+    free(b.csrc);
+    free(b.cdst);
+    if (csv != NULL)
+        fclose(csv);
+    MPI_Comm_free(&b.cart);
+    if (b.rank == 0)
+        fprintf(stderr, PROG ": done in %.1f s\n", MPI_Wtime() - b.t0);
+    MPI_Finalize();
+
+    if (b.rank == 0 && have_csv && b.o.png != NULL)
+        plot_results(&b, csv_path);
+    if (b.rank == 0 && have_csv && b.o.csv != NULL)
+        printf("CSV: %s\n", b.o.csv);
+    if (csv_path == csv_tmp)
+        unlink(csv_tmp);
+    return 0;
+}
