@@ -234,7 +234,7 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n)
 void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
 {
     oc_pe_exec_t *x;
-    /* Dekker-style with oc_pe_counter_wait: either the waiter sees the new
+    /* Dekker-style with oc_pe_wait_word: either the waiter sees the new
      * count, or we see it asleep. */
     atomic_fetch_add(&c->arrived, n);
     if (atomic_load(&c->sleepers) > 0)
@@ -247,10 +247,17 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
     }
 }
 
-oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline)
+oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
+                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
 {
-    while (!oc_pe_counter_take(c, n)) {
-        double left = deadline > 0 ? deadline - oc_time_now() : -1;
+    for (;;) {
+        /* Read before the check: a change after it makes the futex return at
+         * once; a change before it, the check sees. */
+        uint32_t seen = atomic_load(word);
+        double left;
+        if (done(arg))
+            return OC_OK;
+        left = deadline > 0 ? deadline - oc_time_now() : -1;
         if (deadline > 0 && left <= 0)
             return OC_ERR_TIMEOUT;
         if (pe->mode == OC_PROGRESS_INLINE) {
@@ -259,15 +266,27 @@ oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, doub
                 sched_yield();
             continue;
         }
-        {
-            uint32_t seen = atomic_load(&c->arrived);
-            atomic_fetch_add(&c->sleepers, 1);
-            if (seen - atomic_load(&c->consumed) < n)
-                oc_futex_wait(&c->arrived, seen, left);
-            atomic_fetch_sub(&c->sleepers, 1);
-        }
+        atomic_fetch_add(sleepers, 1);
+        oc_futex_wait(word, seen, left);
+        atomic_fetch_sub(sleepers, 1);
     }
-    return OC_OK;
+}
+
+typedef struct {
+    oc_pe_counter_t *c;
+    uint32_t n;
+} take_t;
+
+static int take_done(void *arg)
+{
+    take_t *t = arg;
+    return oc_pe_counter_take(t->c, t->n);
+}
+
+oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline)
+{
+    take_t t = {c, n};
+    return oc_pe_wait_word(pe, take_done, &t, &c->arrived, &c->sleepers, deadline);
 }
 
 /* ---- hand-over ------------------------------------------------------------ */

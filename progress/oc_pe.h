@@ -114,6 +114,13 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n);
 /* Any thread: consumes n arrivals if that many are unconsumed; 1 if it did. */
 int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 
+/* Application thread: returns OC_OK once done(arg) holds, OC_ERR_TIMEOUT at
+ * the deadline (oc_time_now() scale; 0 = none). Inline, it progresses the
+ * engine; in thread mode it sleeps on *word, announced in *sleepers. Whoever
+ * may make done() true changes *word first, then wakes it if *sleepers > 0. */
+oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
+                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline);
+
 /* Application thread: takes n arrivals, sleeping for them in thread mode and
  * progressing in inline mode, until the deadline (oc_time_now() scale; 0 =
  * none). OC_OK or OC_ERR_TIMEOUT. */

@@ -9,7 +9,6 @@
 #include "oc_error.h"
 #include "oc_sync.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,7 +301,7 @@ static void put_complete(oc_pe_exec_t *x, oc_status_t st)
     int none = OC_OK;
     if (st != OC_OK)
         atomic_compare_exchange_strong(&win->put_error, &none, (int)st);
-    /* Dekker-style with oc_win_flush's sleep, as for counters. */
+    /* Dekker-style with oc_pe_wait_word in oc_win_flush: the count first. */
     if (atomic_fetch_sub(&win->puts_inflight, 1) == 1 && atomic_load(&win->flush_waiters) > 0)
         oc_futex_wake_all(&win->puts_inflight);
     free(op);
@@ -385,35 +384,27 @@ oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *
 
 /* ---- completion ------------------------------------------------------------------ */
 
+static int none_inflight(void *arg)
+{
+    oc_win_t *win = arg;
+    return atomic_load(&win->puts_inflight) == 0;
+}
+
 oc_status_t oc_win_flush(oc_win_t *win)
 {
-    oc_pe_t *pe;
-    double timeout, deadline;
-    uint32_t left;
+    double timeout;
     int err;
 
     if (win == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_win_flush: win is NULL");
-    pe = win->team->ctx->pe;
     timeout = win->team->ctx->cfg.timeout_s;
-    deadline = timeout > 0 ? oc_time_now() + timeout : 0;
     /* Every put ends with its own flush (or its notification, sent after
      * one), so waiting for none in flight is waiting for remote completion. */
-    while ((left = atomic_load(&win->puts_inflight)) > 0) {
-        double wait = deadline > 0 ? deadline - oc_time_now() : -1;
-        if (deadline > 0 && wait <= 0)
-            return oc_error(OC_ERR_TIMEOUT,
-                            "oc_win_flush: %u put(s) of rank %d still unfinished after %g s",
-                            left, win->team->rank, timeout);
-        if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
-            if (oc_pe_progress(pe) == 0)
-                sched_yield();
-            continue;
-        }
-        atomic_fetch_add(&win->flush_waiters, 1);
-        oc_futex_wait(&win->puts_inflight, left, wait);
-        atomic_fetch_sub(&win->flush_waiters, 1);
-    }
+    if (oc_pe_wait_word(win->team->ctx->pe, none_inflight, win, &win->puts_inflight,
+                        &win->flush_waiters, timeout > 0 ? oc_time_now() + timeout : 0) != OC_OK)
+        return oc_error(OC_ERR_TIMEOUT,
+                        "oc_win_flush: %u put(s) of rank %d still unfinished after %g s",
+                        atomic_load(&win->puts_inflight), win->team->rank, timeout);
     err = atomic_exchange(&win->put_error, OC_OK);
     if (err != OC_OK)
         return oc_error((oc_status_t)err, "oc_win_flush: a put on the window failed: %s",
