@@ -64,6 +64,14 @@ static inline void oc_check(oc_status_t st, const char *call)
         die("%s failed: %s: %s", call, oc_status_string(st), oc_last_error());
 }
 
+/* The context's statistics; zeros for an implementation without one. */
+static inline void bench_stats(oc_context_t *ctx, oc_stats_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (ctx != NULL)
+        oc_check(oc_context_stats(ctx, s), "oc_context_stats");
+}
+
 /* ---- options ------------------------------------------------------------------- */
 
 /* Option errors: every rank parses the same command line, rank 0 says why. */
@@ -78,6 +86,40 @@ static inline int opt_error(const char *fmt, ...)
     fputs(" (--help lists the options)\n", stderr);
     va_end(ap);
     return 2;
+}
+
+/* An on/off switch ("--check", "--no-check") setting an int of the options. */
+typedef struct {
+    const char *on, *off;
+    size_t offset;
+} bench_flag_t;
+
+/* Parses the command line: the switches, --help, and "--name value" pairs,
+ * which go to parse_opt (0, or opt_error's 2). 0 to run, 1 after --help, 2 on
+ * a bad command line. */
+static inline int bench_parse_args(int argc, char **argv, void *opts, const bench_flag_t *flags,
+                                   int nflags,
+                                   int (*parse_opt)(void *opts, const char *name, const char *v),
+                                   void (*usage)(FILE *f))
+{
+    int i, k, rc = 0;
+    for (i = 1; i < argc && rc == 0; i++) {
+        const char *a = argv[i];
+        for (k = 0; k < nflags; k++)
+            if (strcmp(a, flags[k].on) == 0 || strcmp(a, flags[k].off) == 0)
+                break;
+        if (k < nflags)
+            *(int *)((char *)opts + flags[k].offset) = strcmp(a, flags[k].on) == 0;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (bench_rank == 0)
+                usage(stdout);
+            return 1;
+        } else if (i + 1 == argc)
+            rc = opt_error("%s needs a value", a);
+        else
+            rc = parse_opt(opts, a, argv[++i]);
+    }
+    return rc;
 }
 
 /* "64", "4K", "1M", "2MiB": 1024-based. 0 when malformed. */

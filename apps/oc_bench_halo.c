@@ -168,8 +168,9 @@ static int parse_fields(const char *s, opts_t *o)
     return rc;
 }
 
-static int parse_opt(opts_t *o, const char *a, const char *v)
+static int parse_opt(void *opts, const char *a, const char *v)
 {
+    opts_t *o = opts;
     if (strcmp(a, "--n") == 0)
         return parse_extents(a, v, o->n, 0);
     if (strcmp(a, "--dims") == 0) {
@@ -208,34 +209,17 @@ static int parse_opt(opts_t *o, const char *a, const char *v)
 /* 0 to run, 1 after --help, 2 on a bad command line. */
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const struct {
-        const char *on, *off;
-        size_t offset;
-    } flags[] = {
+    static const bench_flag_t flags[] = {
         {"--check", "--no-check", offsetof(opts_t, check)},
         {"--corners", "--no-corners", offsetof(opts_t, corners)},
         {"--periodic", "--no-periodic", offsetof(opts_t, periodic)},
     };
-    int i, k, rc = 0;
+    int rc;
     *o = (opts_t){.n = {128, 128, 128}, .width = 2, .fields = {1, 9}, .nconfigs = 2,
                   .periodic = 1, .iters = 1000, .warmup = 10, .budget_s = 1.0, .check = 1};
     parse_names("--impl", "all", impl_names, IMPL_COUNT, o->use);
-    for (i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        for (k = 0; k < (int)(sizeof(flags) / sizeof(flags[0])); k++)
-            if (strcmp(a, flags[k].on) == 0 || strcmp(a, flags[k].off) == 0)
-                break;
-        if (k < (int)(sizeof(flags) / sizeof(flags[0])))
-            *(int *)((char *)o + flags[k].offset) = strcmp(a, flags[k].on) == 0;
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            if (bench_rank == 0)
-                usage(stdout);
-            return 1;
-        } else if (i + 1 == argc)
-            rc = opt_error("%s needs a value", a);
-        else
-            rc = parse_opt(o, a, argv[++i]);
-    }
+    rc = bench_parse_args(argc, argv, o, flags, (int)(sizeof(flags) / sizeof(flags[0])),
+                          parse_opt, usage);
     if (rc == 0 && o->iters < 1)
         rc = opt_error("--iters must be at least 1");
     return rc;
@@ -800,13 +784,6 @@ typedef struct {
     double copy;       /* 3 memcpy of the bytes sent, s, mean over ranks */
 } result_t;
 
-static void stats_of(const impl_t *im, oc_stats_t *s)
-{
-    memset(s, 0, sizeof(*s));
-    if (im->ctx != NULL)
-        oc_check(oc_context_stats(im->ctx, s), "oc_context_stats");
-}
-
 static result_t measure(bench_t *b, impl_t *im, int nf)
 {
     result_t r = {0};
@@ -821,10 +798,10 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
 
     m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
     /* Each rank computes for its own T_comm, as OSU does. */
-    stats_of(im, &s0);
+    bench_stats(im->ctx, &s0);
     m[M_OVERALL] = phase(b, im, nf, "overlapped", r.iters,
                          fp_steps_for(b->fp_s_per_iter, m[M_COMM]), &m[M_COMPUTE]);
-    stats_of(im, &s1);
+    bench_stats(im->ctx, &s1);
     m[M_PE_CPU] = (s1.progress_cpu_s - s0.progress_cpu_s) / (double)r.iters;
     m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
     checked_exchange(b, im, nf, 0, "exchange after the timed ones");

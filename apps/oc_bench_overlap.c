@@ -179,8 +179,9 @@ static int parse_impls(const char *list, int *use)
     return parse_names("--impl", list, names, IMPL_COUNT, use);
 }
 
-static int parse_opt(opts_t *o, const char *a, const char *v)
+static int parse_opt(void *opts, const char *a, const char *v)
 {
+    opts_t *o = opts;
     if (strcmp(a, "--min") == 0 || strcmp(a, "--max") == 0) {
         size_t s = parse_size(v);
         if (s == 0 || s > INT_MAX) /* MPI counts are int */
@@ -206,23 +207,12 @@ static int parse_opt(opts_t *o, const char *a, const char *v)
 /* 0 to run, 1 after --help, 2 on a bad command line. */
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    int i, rc = 0;
+    static const bench_flag_t flags[] = {{"--check", "--no-check", offsetof(opts_t, check)}};
+    int rc;
     *o = (opts_t){.min = 1, .max = (size_t)1 << 20, .iters = 1000, .warmup = 100,
                   .budget_s = 0.25, .check = 1};
     parse_impls("all", o->use);
-    for (i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--check") == 0 || strcmp(a, "--no-check") == 0)
-            o->check = a[2] == 'c';
-        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            if (bench_rank == 0)
-                usage(stdout);
-            return 1;
-        } else if (i + 1 == argc)
-            rc = opt_error("%s needs a value", a);
-        else
-            rc = parse_opt(o, a, argv[++i]);
-    }
+    rc = bench_parse_args(argc, argv, o, flags, 1, parse_opt, usage);
     if (rc == 0 && o->min > o->max)
         rc = opt_error("--min %zu is above --max %zu", o->min, o->max);
     if (rc == 0 && o->iters < 1)
@@ -414,13 +404,6 @@ static long warm_up(bench_t *b, impl_t *im, size_t block)
     return fit_budget(b->o.budget_s, max_over_ranks(t), MIN_TIMED_ITERS, b->o.iters);
 }
 
-static void stats_of(const impl_t *im, oc_stats_t *s)
-{
-    memset(s, 0, sizeof(*s));
-    if (im->ctx != NULL)
-        oc_check(oc_context_stats(im->ctx, s), "oc_context_stats");
-}
-
 static result_t measure(bench_t *b, impl_t *im, size_t block)
 {
     result_t r = {0};
@@ -432,9 +415,9 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
         /* Each rank computes for its own T_comm, as OSU does. */
         phase_t overlapped = {"overlapped", 1, fp_steps_for(b->fp_s_per_iter, m[M_COMM])};
         oc_stats_t s0, s1;
-        stats_of(im, &s0);
+        bench_stats(im->ctx, &s0);
         m[M_OVERALL] = phase(b, im, block, &overlapped, r.iters, &m[M_COMPUTE]);
-        stats_of(im, &s1);
+        bench_stats(im->ctx, &s1);
         m[M_PE_CPU] = (s1.progress_cpu_s - s0.progress_cpu_s) / (double)r.iters;
         m[M_LISTS] = (double)(s1.lists_posted - s0.lists_posted) / (double)r.iters;
         m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
