@@ -383,16 +383,18 @@ static void timeout_report(oc_request_t *req)
     oc_error_append("; faces that never came:");
     for (d = 0; d < 3; d++)
         for (s = 0; s < 2; s++) {
-            int q = oc_halo_side_peer(g, me, d, s), dd, ss, mult = 0;
-            unsigned c = oc_halo_counter(g, hf->index, p, d);
+            int q = oc_halo_side_peer(g, me, d, s), st = g->corners ? d : 0, d_s[6][2], n, i;
+            int mult = 0; /* q's faces into this stage: 2 where it is on both sides */
             uint32_t got;
             if (q < 0)
                 continue;
-            for (dd = g->corners ? d : 0; dd < (g->corners ? d + 1 : 3); dd++)
-                for (ss = 0; ss < 2; ss++)
-                    mult += oc_halo_side_peer(g, me, dd, ss) == q;
-            got = atomic_load_explicit(&h->win->from[(size_t)c * (size_t)g->size + (size_t)q],
-                                       memory_order_relaxed);
+            n = oc_halo_stage_sides(g, me, st, d_s);
+            for (i = 0; i < n; i++)
+                mult += oc_halo_side_peer(g, me, d_s[i][0], d_s[i][1]) == q;
+            got = atomic_load_explicit(
+                &h->win->from[(size_t)oc_halo_counter(g, hf->index, p, st) * (size_t)g->size +
+                              (size_t)q],
+                memory_order_relaxed);
             if (got < rounds * (uint32_t)mult)
                 oc_error_append("%s rank %d (%s)", missing++ ? "," : "", q, side_name[d][s]);
         }

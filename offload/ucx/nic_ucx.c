@@ -196,7 +196,7 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
 
     slot->list = list;
     slot->handle = NULL;
-    if (t->peer == m->rank && t->type >= OC_TASK_PUT) {
+    if (t->peer == m->rank && t->type != OC_TASK_SEND && t->type != OC_TASK_RECV) {
         do_local(nic, t);
         return OC_OK;
     }

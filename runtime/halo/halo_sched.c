@@ -132,9 +132,7 @@ typedef struct {
     oc_sched_t *s;
 } build_t;
 
-/* The sides of stage st that have a neighbour, in (dimension, side) order:
- * one stage per dimension with corners, all three at once without. */
-static int stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2])
+int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2])
 {
     int d, s, n = 0;
     for (d = g->corners ? st : 0; d < (g->corners ? st + 1 : 3); d++)
@@ -152,7 +150,7 @@ static oc_status_t add_unpack(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d_s[6][2], n = stage_sides(g, me, st, d_s), i;
+    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, st, d_s), i;
     oc_task_t t;
     oc_status_t rc;
 
@@ -176,7 +174,7 @@ static oc_status_t add_send(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d_s[6][2], n = stage_sides(g, me, st, d_s), i;
+    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, st, d_s), i;
     size_t off[6];
     oc_status_t rc = OC_OK;
 

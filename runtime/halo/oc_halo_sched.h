@@ -61,6 +61,11 @@ size_t oc_halo_landing(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e
 /* Bytes of field f's pack buffer (every face it sends, one after another). */
 size_t oc_halo_pack_bytes(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e);
 
+/* The sides (dimension, side) of stage st where rank has a neighbour, in
+ * order; how many. One stage per dimension with corners, all three at once
+ * without. */
+int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2]);
+
 /* Counter of (field f, parity p, stage d); stage 0 alone without corners. */
 static inline unsigned oc_halo_counter(const oc_halo_geom_t *g, int f, int p, int d)
 {
