@@ -303,6 +303,9 @@ typedef struct {
     void *data;        /**< the array, ghosts included; owned by the caller */
     size_t n[3];       /**< interior extents on this rank (may differ between ranks) */
     size_t elem_size;  /**< 4 or 8 */
+    unsigned dim_mask; /**< bit d set: exchange across dimension d; 0 (the default of a
+                            zeroed struct): all three. Ghosts of the other dimensions are
+                            never written. Neighbours must pass the same mask. */
 } oc_halo_field_t;
 
 typedef struct {

@@ -77,9 +77,14 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
         if (x->elem_size != 4 && x->elem_size != 8)
             return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].elem_size=%zu: expected 4 or 8",
                             fn, f, x->elem_size);
+        if (x->dim_mask > 7)
+            return oc_error(OC_ERR_INVALID_ARG,
+                            "%s: fields[%d].dim_mask=%#x: expected bits 0-2 (or 0 for all "
+                            "three dimensions)", fn, f, x->dim_mask);
         for (d = 0; d < 3; d++) {
-            int has_peer = oc_halo_side_peer(&g, team->rank, d, 0) >= 0 ||
-                           oc_halo_side_peer(&g, team->rank, d, 1) >= 0;
+            int across = x->dim_mask == 0 || (x->dim_mask >> d) & 1u;
+            int has_peer = across && (oc_halo_side_peer(&g, team->rank, d, 0) >= 0 ||
+                                      oc_halo_side_peer(&g, team->rank, d, 1) >= 0);
             if (x->n[d] < 1 || x->n[d] > (1u << 30))
                 return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].n[%d]=%zu: expected 1 to 2^30",
                                 fn, f, d, x->n[d]);
@@ -108,9 +113,19 @@ static oc_status_t check_pairs(const oc_halo_t *h)
                 for (f = 0; f < g->nfields; f++) {
                     const oc_halo_ext_t *er = &h->ext[(size_t)r * (size_t)g->nfields + (size_t)f];
                     const oc_halo_ext_t *eq = &h->ext[(size_t)q * (size_t)g->nfields + (size_t)f];
-                    oc_halo_box_t a = oc_halo_region(g, r, er, d, s, 1);
-                    oc_halo_box_t b = oc_halo_region(g, q, eq, d, 1 - s, 0);
-                    int same = er->es == eq->es;
+                    oc_halo_box_t a, b;
+                    int same;
+                    if (er->dims != eq->dims)
+                        return oc_error(OC_ERR_MISMATCH,
+                                        "oc_halo_create: field %d: rank %d exchanges it across "
+                                        "dimensions mask %#x, but its neighbour rank %d (%s) "
+                                        "across %#x (fields[].dim_mask must agree)",
+                                        f, r, er->dims, q, side_name[d][s], eq->dims);
+                    if (!((er->dims >> d) & 1u))
+                        continue;
+                    a = oc_halo_region(g, r, er, d, s, 1);
+                    b = oc_halo_region(g, q, eq, d, 1 - s, 0);
+                    same = er->es == eq->es;
                     for (k = 0; k < 3; k++)
                         same &= a.len[k] == b.len[k];
                     if (!same)
@@ -276,6 +291,7 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
     for (f = 0; f < nfields; f++) {
         memcpy(mine[f].n, fields[f].n, sizeof(mine[f].n));
         mine[f].es = fields[f].elem_size;
+        mine[f].dims = fields[f].dim_mask ? fields[f].dim_mask : 7u;
     }
     st = oc_team_allgather(team, mine, (size_t)nfields * sizeof(*mine), h->ext);
     free(mine);
@@ -378,17 +394,18 @@ static void timeout_report(oc_request_t *req)
     oc_halo_t *h = hf->halo;
     const oc_halo_geom_t *g = &h->g;
     int p = (int)((hf->started - 1) & 1), me = h->team->rank, d, s, missing = 0;
+    const oc_halo_ext_t *e = &h->ext[(size_t)me * (size_t)g->nfields + (size_t)hf->index];
     uint32_t rounds = (hf->started - 1 - (uint32_t)p) / 2 + 1; /* exchanges of parity p */
 
     oc_error_append("; faces that never came:");
     for (d = 0; d < 3; d++)
         for (s = 0; s < 2; s++) {
-            int q = oc_halo_side_peer(g, me, d, s), st = g->corners ? d : 0, d_s[6][2], n, i;
+            int q = oc_halo_face_peer(g, me, e, d, s), st = g->corners ? d : 0, d_s[6][2], n, i;
             int mult = 0; /* q's faces into this stage: 2 where it is on both sides */
             uint32_t got;
             if (q < 0)
                 continue;
-            n = oc_halo_stage_sides(g, me, st, d_s);
+            n = oc_halo_stage_sides(g, me, e, st, d_s);
             for (i = 0; i < n; i++)
                 mult += oc_halo_side_peer(g, me, d_s[i][0], d_s[i][1]) == q;
             got = atomic_load_explicit(

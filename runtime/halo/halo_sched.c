@@ -40,6 +40,11 @@ int oc_halo_side_peer(const oc_halo_geom_t *g, int rank, int d, int s)
     return oc_halo_rank_at(g, rank, off[0], off[1], off[2]);
 }
 
+int oc_halo_face_peer(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d, int s)
+{
+    return (e->dims >> d) & 1u ? oc_halo_side_peer(g, rank, d, s) : -1;
+}
+
 oc_halo_box_t oc_halo_region(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d,
                              int s, int send)
 {
@@ -54,8 +59,8 @@ oc_halo_box_t oc_halo_region(const oc_halo_geom_t *g, int rank, const oc_halo_ex
              * a neighbour filled them: ghosts past a non-periodic edge are
              * the application's and stay untouched everywhere. Neighbours
              * along d share coordinate k, so they agree on which exist. */
-            int lo = oc_halo_side_peer(g, rank, k, 0) >= 0;
-            int hi = oc_halo_side_peer(g, rank, k, 1) >= 0;
+            int lo = oc_halo_face_peer(g, rank, e, k, 0) >= 0;
+            int hi = oc_halo_face_peer(g, rank, e, k, 1) >= 0;
             b.lo[k] = lo ? 0 : g->w;
             b.len[k] = e->n[k] + (size_t)(lo + hi) * g->w;
         } else {
@@ -84,7 +89,7 @@ size_t oc_halo_landing(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e
                     oc_halo_box_t b;
                     if (ff == f && pp == p && dd == d && ss == s)
                         return off;
-                    if (oc_halo_side_peer(g, rank, dd, ss) < 0)
+                    if (oc_halo_face_peer(g, rank, &ext[ff], dd, ss) < 0)
                         continue;
                     b = oc_halo_region(g, rank, &ext[ff], dd, ss, 0);
                     off += align64(oc_halo_box_bytes(&b, ext[ff].es));
@@ -98,7 +103,7 @@ size_t oc_halo_pack_bytes(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t
     int d, s;
     for (d = 0; d < 3; d++)
         for (s = 0; s < 2; s++)
-            if (oc_halo_side_peer(g, rank, d, s) >= 0) {
+            if (oc_halo_face_peer(g, rank, e, d, s) >= 0) {
                 oc_halo_box_t b = oc_halo_region(g, rank, e, d, s, 1);
                 total += oc_halo_box_bytes(&b, e->es);
             }
@@ -132,12 +137,13 @@ typedef struct {
     oc_sched_t *s;
 } build_t;
 
-int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2])
+int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int st,
+                        int d_s[6][2])
 {
     int d, s, n = 0;
     for (d = g->corners ? st : 0; d < (g->corners ? st + 1 : 3); d++)
         for (s = 0; s < 2; s++)
-            if (oc_halo_side_peer(g, rank, d, s) >= 0) {
+            if (oc_halo_face_peer(g, rank, e, d, s) >= 0) {
                 d_s[n][0] = d;
                 d_s[n][1] = s;
                 n++;
@@ -150,7 +156,7 @@ static oc_status_t add_unpack(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, st, d_s), i;
+    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, b->e, st, d_s), i;
     oc_task_t t;
     oc_status_t rc;
 
@@ -174,7 +180,7 @@ static oc_status_t add_send(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
-    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, st, d_s), i;
+    int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, b->e, st, d_s), i;
     size_t off[6];
     oc_status_t rc = OC_OK;
 

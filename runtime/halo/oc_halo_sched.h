@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     size_t n[3];
     size_t es;
+    unsigned dims;   /* dimensions the field is exchanged across, a bit each (1 to 7) */
 } oc_halo_ext_t;
 
 /* A box of a field array: cells lo[d] .. lo[d]+len[d]-1, ghosts included. */
@@ -41,6 +42,10 @@ int oc_halo_rank_at(const oc_halo_geom_t *g, int rank, int dx, int dy, int dz);
 
 /* The neighbour across side s (0 low, 1 high) of dimension d, or -1. */
 int oc_halo_side_peer(const oc_halo_geom_t *g, int rank, int d, int s);
+
+/* The neighbour rank exchanges field e with across side s of dimension d,
+ * or -1: none there, or the field is not exchanged across d. */
+int oc_halo_face_peer(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d, int s);
 
 /* What rank sends across side s of dimension d (send), or the ghost layers
  * that side fills (!send). */
@@ -61,10 +66,11 @@ size_t oc_halo_landing(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e
 /* Bytes of field f's pack buffer (every face it sends, one after another). */
 size_t oc_halo_pack_bytes(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e);
 
-/* The sides (dimension, side) of stage st where rank has a neighbour, in
- * order; how many. One stage per dimension with corners, all three at once
- * without. */
-int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, int st, int d_s[6][2]);
+/* The sides (dimension, side) of stage st across which rank exchanges field
+ * e, in order; how many. One stage per dimension with corners, all three at
+ * once without. */
+int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int st,
+                        int d_s[6][2]);
 
 /* Counter of (field f, parity p, stage d); stage 0 alone without corners. */
 static inline unsigned oc_halo_counter(const oc_halo_geom_t *g, int f, int p, int d)

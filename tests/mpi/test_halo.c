@@ -5,7 +5,9 @@
  * edges and corners, thread or inline progress (a second context). Each rank
  * owns a block of a global grid (block distribution: local extents differ by
  * one between ranks). Every plan has three fields: element sizes 8 and 4,
- * two of them staggered (n + 1 in one dimension).
+ * two of them staggered (n + 1 in one dimension); in some variants the third
+ * is exchanged across one or two dimensions only (dim_mask), and its ghosts
+ * of the other dimensions must keep their sentinels.
  *
  * Each iteration writes new values into every interior cell (a function of
  * the field, the iteration, the owner and the global coordinates) and a new
@@ -46,6 +48,7 @@ typedef struct {
     size_t G[3];      /* global interior extents (unstaggered) */
     int stagger[NF];  /* field f has one more point in dimension stagger[f] (-1: none) */
     size_t esize[NF]; /* 4 or 8 */
+    unsigned mask[NF];/* fields[f].dim_mask (0: all dimensions) */
     int iters;
     int inl;          /* inline progress context */
 } hcase_t;
@@ -133,6 +136,8 @@ static uint64_t expected(const hstate_t *s, int f, int iter, const size_t idx[3]
     int off[3], oc[3], d, nout = 0;
     size_t g[3];
 
+    int masked = 0; /* a ghost of a dimension the field is not exchanged across */
+
     for (d = 0; d < 3; d++) {
         if (idx[d] < w)
             off[d] = -1;
@@ -141,8 +146,9 @@ static uint64_t expected(const hstate_t *s, int f, int iter, const size_t idx[3]
         else
             off[d] = 0;
         nout += off[d] != 0;
+        masked |= off[d] != 0 && hc->mask[f] != 0 && !((hc->mask[f] >> d) & 1u);
     }
-    if ((nout > 1 && !hc->corners) || !neighbour(hc, s->c, off, oc)) {
+    if ((nout > 1 && !hc->corners) || masked || !neighbour(hc, s->c, off, oc)) {
         *who = -1;
         return sentinel(f, iter, idx[0], idx[1], idx[2]);
     }
@@ -301,6 +307,7 @@ static int run_case(oc_team_t *team, const hcase_t *hc)
         fields[f].data = s.data[f];
         memcpy(fields[f].n, s.n[f], sizeof(fields[f].n));
         fields[f].elem_size = hc->esize[f];
+        fields[f].dim_mask = hc->mask[f];
     }
     memcpy(p.dims, hc->dims, sizeof(p.dims));
     memcpy(p.periodic, hc->periodic, sizeof(p.periodic));
@@ -422,6 +429,10 @@ static void make_case(hcase_t *hc, const int dims[3], int v, int iters)
     hc->esize[0] = 8;
     hc->esize[1] = 4;
     hc->esize[2] = v % 2 ? 4 : 8;
+    /* every fourth variant: across one dimension, or two, as a stencil's
+       stress component that is differentiated along those only */
+    if (v % 4 == 3)
+        hc->mask[2] = (v / 4) % 2 ? 1u << (v % 3) : 7u & ~(1u << (v % 3));
 }
 
 static void bad_arguments(oc_team_t *team)
@@ -443,6 +454,7 @@ static void bad_arguments(oc_team_t *team)
     for (i = 0; i < 2; i++) {
         f[i].n[0] = f[i].n[1] = f[i].n[2] = 2;
         f[i].elem_size = 8;
+        f[i].dim_mask = 0;
         f[i].data = calloc(4 * 4 * 4, 8);
     }
 
@@ -468,6 +480,13 @@ static void bad_arguments(oc_team_t *team)
     f[1].elem_size = 3;
     CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "elem_size");
     f[1].elem_size = 8;
+    f[1].dim_mask = 8;
+    CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "dim_mask");
+    /* neighbours that disagree on a field's dimensions: refused everywhere */
+    f[1].dim_mask = nprocs > 1 && rank == 0 ? 1 : 3;
+    if (nprocs > 1)
+        CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_MISMATCH, "dim_mask");
+    f[1].dim_mask = 0;
     {
         void *keep = f[1].data;
         f[1].data = NULL;

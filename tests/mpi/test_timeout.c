@@ -65,7 +65,7 @@ static void halo_skip_case(oc_progress_mode_t mode)
     const size_t n = 4, e = n + 2;
     double *a = calloc(e * e * e, sizeof(double));
     oc_halo_params_t p = {{nprocs, 1, 1}, {1, 0, 0}, 1, 0};
-    oc_halo_field_t f = {a, {n, n, n}, sizeof(double)};
+    oc_halo_field_t f = {a, {n, n, n}, sizeof(double), 0};
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;

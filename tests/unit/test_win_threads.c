@@ -68,7 +68,7 @@ static void halo_rounds(ut_rank_t *me, oc_team_t *team)
     const long w = 1, e = HN + 2 * w, N2 = (long)HN * c->n, z0 = (long)HN * me->member.rank;
     double *a = calloc((size_t)(e * e * e), sizeof(double));
     oc_halo_params_t p = {{1, 1, c->n}, {1, 1, 1}, (unsigned)w, 1};
-    oc_halo_field_t f = {a, {HN, HN, HN}, sizeof(double)};
+    oc_halo_field_t f = {a, {HN, HN, HN}, sizeof(double), 0};
     oc_halo_t *halo = NULL;
     long i, j, k, wrong = 0;
     int round;
