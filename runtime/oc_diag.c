@@ -16,13 +16,14 @@ typedef struct {
     uint32_t team_id;  /* the receiver's id for the team */
     uint32_t seq;
     int32_t from;      /* sender's rank in the team */
-    uint32_t started;  /* reply: has the sender started seq */
+    uint32_t starts;   /* query: the asker's oc_start count of a persistent seq (else 0);
+                          reply: 1 if the sender has started that round of seq */
 } diag_msg_t;
 
 static void send_msg(oc_nic_t *nic, oc_team_t *team, int to, uint32_t type, uint32_t seq,
-                     uint32_t started)
+                     uint32_t starts)
 {
-    diag_msg_t m = {type, team->peer_ids[to], seq, team->rank, started};
+    diag_msg_t m = {type, team->peer_ids[to], seq, team->rank, starts};
     /* Best effort: a lost message only leaves a rank reported as silent. */
     (void)nic->ops->am_send(nic, team->eps[to], &m, sizeof(m));
 }
@@ -31,10 +32,29 @@ void oc_diag_send_queries(oc_pe_t *pe, void *arg)
 {
     oc_request_t *req = arg;
     oc_team_t *team = req->team;
+    uint32_t starts = req->persistent ? atomic_load(&req->starts) : 0;
     int r;
     for (r = 0; r < team->size; r++)
         if (r != team->rank)
-            send_msg(oc_pe_nic(pe), team, r, OC_MSG_DIAG_QUERY, req->seq, 0);
+            send_msg(oc_pe_nic(pe), team, r, OC_MSG_DIAG_QUERY, req->seq, starts);
+}
+
+/* Has this member started round `starts` of persistent operation seq (its
+ * starts counted from 1), or operation seq at all (starts == 0)? */
+static int has_started(oc_team_t *team, uint32_t seq, uint32_t starts)
+{
+    oc_request_t *req;
+    int yes = 0;
+    if (starts == 0)
+        return (int32_t)(atomic_load(&team->started_upto) - seq) > 0;
+    pthread_mutex_lock(&team->ctx->teams_lock);
+    for (req = team->persistent; req != NULL; req = req->next_persistent)
+        if (req->seq == seq) {
+            yes = atomic_load(&req->starts) >= starts;
+            break;
+        }
+    pthread_mutex_unlock(&team->ctx->teams_lock);
+    return yes;
 }
 
 void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len)
@@ -50,13 +70,13 @@ void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len)
     if (team == NULL || m.from < 0 || m.from >= team->size || m.from == team->rank)
         return;
     if (m.type == OC_MSG_DIAG_QUERY) {
-        uint32_t upto = atomic_load(&team->started_upto);
-        send_msg(ctx->nic, team, m.from, OC_MSG_DIAG_REPLY, m.seq, (int32_t)(upto - m.seq) > 0);
+        send_msg(ctx->nic, team, m.from, OC_MSG_DIAG_REPLY, m.seq,
+                 (uint32_t)has_started(team, m.seq, m.starts));
     } else if (m.type == OC_MSG_DIAG_REPLY) {
         req = atomic_load(&team->diag_req);
         if (req != NULL && req->seq == m.seq)
             atomic_store(&req->presence[m.from],
-                         m.started ? OC_PRESENCE_STARTED : OC_PRESENCE_ABSENT);
+                         m.starts ? OC_PRESENCE_STARTED : OC_PRESENCE_ABSENT);
     }
 }
 

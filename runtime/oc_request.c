@@ -181,6 +181,13 @@ static void release_fn(oc_pe_t *pe, void *arg)
 
 static void req_destroy(oc_request_t *req)
 {
+    if (req->prev_persistent != NULL) {
+        pthread_mutex_lock(&req->team->ctx->teams_lock);
+        *req->prev_persistent = req->next_persistent;
+        if (req->next_persistent != NULL)
+            req->next_persistent->prev_persistent = req->prev_persistent;
+        pthread_mutex_unlock(&req->team->ctx->teams_lock);
+    }
     if (req->x != NULL) {
         if (req->x->cancelled)
             oc_pe_call(req->team->ctx->pe, release_fn, req->x);
@@ -205,6 +212,15 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t 
     req->seq = atomic_fetch_add(&team->next_seq, 1);
     req->x->match.seq = req->seq;
     atomic_init(&req->state, OC_REQ_INACTIVE);
+    if (req->persistent) {
+        pthread_mutex_lock(&team->ctx->teams_lock);
+        req->next_persistent = team->persistent;
+        if (team->persistent != NULL)
+            team->persistent->prev_persistent = &req->next_persistent;
+        req->prev_persistent = &team->persistent;
+        team->persistent = req;
+        pthread_mutex_unlock(&team->ctx->teams_lock);
+    }
     atomic_fetch_add(&team->nrequests, 1);
     atomic_fetch_add(&team->ctx->nrequests, 1);
     *out = req;
@@ -257,6 +273,7 @@ static void launch(oc_request_t *req)
     uint32_t upto = atomic_load(&team->started_upto);
 
     /* For the presence answers of a timeout diagnosis. */
+    atomic_fetch_add(&req->starts, 1);
     while ((int32_t)(req->seq + 1 - upto) > 0 &&
            !atomic_compare_exchange_weak(&team->started_upto, &upto, req->seq + 1))
         ;

@@ -23,7 +23,8 @@ struct oc_context {
     oc_pe_t *pe;
     char backend_info[320];
     oc_ep_entry_t *ep_cache;        /* engine context only */
-    pthread_mutex_t teams_lock;     /* team and window registries: app threads and engine */
+    pthread_mutex_t teams_lock;     /* registries of teams, windows and persistent
+                                       requests: app threads and engine */
     oc_team_t **teams;              /* by local team id */
     size_t teams_cap;
     struct oc_win *wins;            /* windows, found by id */
@@ -41,6 +42,8 @@ struct oc_team {
     _Atomic uint32_t started_upto;  /* operations started: seq < started_upto */
     _Atomic int nrequests, nwins;
     struct oc_request *_Atomic diag_req; /* request whose timeout is being diagnosed */
+    struct oc_request *persistent;  /* list of the team's persistent requests, for
+                                       timeout diagnosis (ctx->teams_lock) */
 };
 
 /* Request state word; OC_REQ_WAITERS is or-ed in while a thread sleeps on it. */
@@ -59,6 +62,9 @@ typedef struct oc_request {
     _Atomic uint32_t state;
     oc_status_t result;             /* written before state becomes DONE */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */
+    _Atomic uint32_t starts;        /* oc_start calls: a member whose count is lower has
+                                       not started this round of a persistent request */
+    struct oc_request *next_persistent, **prev_persistent; /* team->persistent list */
     char *stuck_on;                 /* ranks with unfinished tasks at cancel time */
     /* Instead of asking the team who started the operation (a halo exchange
      * knows better whom it waits for): appends the diagnosis to the error. */
