@@ -1,0 +1,266 @@
+/*
+ * awp_bench: time per step of the AWP-ODC kernel in each exchange mode, and
+ * how it splits into computation and the communication the application
+ * sees (time inside the exchange calls).
+ *
+ *   mpirun -np N awp_bench [--n 96,128] [--steps 100] [--warmup 10]
+ *                          [--modes two-sided,offload,rma] [--csv F] [--png F]
+ *
+ * Each rank holds n^3 cells (the ranks form an MPI_Dims_create grid), in a
+ * homogeneous half-space with a free surface and a sponge, excited by a
+ * source in the middle. Per mode and size: the median over the timed steps of
+ * the slowest rank's step, the mean step, and the means over ranks and steps
+ * of the visible communication and of the rest. The CSV is appended to, so
+ * runs on 2 and on 4 ranks share one file and one plot.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awp_error.h"
+#include "awp_output.h"
+#include "awp_sim.h"
+
+#define PROG "awp_bench"
+#define MAX_SIZES 8
+
+typedef struct {
+    int n[MAX_SIZES], nsizes;
+    int steps, warmup;
+    int use[AWP_MODE_COUNT];
+    const char *csv, *png;
+} opts_t;
+
+typedef struct {
+    double median_ms, mean_ms, comm_ms, compute_ms;
+} result_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: mpirun -np N " PROG " [options]\n"
+               "  --n LIST       cells per rank along each axis, comma-separated (default 96)\n"
+               "  --steps S      timed steps per mode and size (default 100)\n"
+               "  --warmup W     untimed steps before them (default 10)\n"
+               "  --modes LIST   comma-separated: two-sided,offload,rma (default all)\n"
+               "  --csv PATH     append one row per mode and size\n"
+               "  --png PATH     plot the whole CSV (needs --csv)\n");
+}
+
+static int parse_int_list(const char *s, int *out, int max, int *count)
+{
+    char buf[256], *save = NULL, *tok;
+    snprintf(buf, sizeof(buf), "%s", s);
+    *count = 0;
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end != '\0' || v < 4 || v > 4096 || *count == max)
+            return awp_fail("--n: expected up to %d sizes >= 4, got '%s'", max, s);
+        out[(*count)++] = (int)v;
+    }
+    return *count > 0 ? 0 : awp_fail("--n: no size given");
+}
+
+static int parse_opts(int argc, char **argv, opts_t *o)
+{
+    int i, m;
+    *o = (opts_t){{96}, 1, 100, 10, {1, 1, 1}, NULL, NULL};
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return 1;
+        if (v == NULL)
+            return awp_fail("%s needs a value (--help lists the options)", a);
+        i++;
+        if (strcmp(a, "--n") == 0) {
+            if (parse_int_list(v, o->n, MAX_SIZES, &o->nsizes) != 0)
+                return -1;
+        } else if (strcmp(a, "--steps") == 0 || strcmp(a, "--warmup") == 0) {
+            int timed = strcmp(a, "--steps") == 0; /* at least one timed step */
+            long x = strtol(v, &end, 10);
+            if (*end != '\0' || x < timed || x > 1000000)
+                return awp_fail("%s: expected a count >= %d, got '%s'", a, timed, v);
+            *(timed ? &o->steps : &o->warmup) = (int)x;
+        } else if (strcmp(a, "--modes") == 0) {
+            char buf[256], *save = NULL, *tok;
+            snprintf(buf, sizeof(buf), "%s", v);
+            memset(o->use, 0, sizeof(o->use));
+            for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+                for (m = 0; m < AWP_MODE_COUNT && strcmp(tok, awp_mode_name(m)) != 0; m++)
+                    ;
+                if (m == AWP_MODE_COUNT)
+                    return awp_fail("--modes: unknown mode '%s' (two-sided, offload, rma)", tok);
+                o->use[m] = 1;
+            }
+        } else if (strcmp(a, "--csv") == 0)
+            o->csv = v;
+        else if (strcmp(a, "--png") == 0)
+            o->png = v;
+        else
+            return awp_fail("unknown option %s (--help lists the options)", a);
+    }
+    if (o->png != NULL && o->csv == NULL)
+        return awp_fail("--png plots the CSV: give --csv too");
+    return 0;
+}
+
+/* The benchmark's scenario for n^3 cells per rank on dims. */
+static void scenario(awp_scenario_t *sc, int n, const int dims[3], awp_mode_t mode, int steps)
+{
+    int d;
+    awp_scenario_defaults(sc, "bench");
+    for (d = 0; d < 3; d++) {
+        sc->ng[d] = n * dims[d];
+        sc->proc[d] = dims[d];
+        sc->source.pos[d] = sc->ng[d] / 2;
+    }
+    sc->h = 100;
+    sc->dt = 0.01;
+    sc->steps = steps;
+    sc->media.nlayers = 1;
+    sc->media.layer[0] = (awp_layer_t){0, 3464, 2000, 2500};
+    sc->sponge_nd = n / 4 < 20 ? n / 4 : 20;
+    sc->source.kind = AWP_STF_GAUSSIAN;
+    sc->source.param = 2.0;
+    sc->source.moment[3] = 1; /* xy double couple */
+    sc->mode = mode;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Runs warm-up + timed steps; rank 0 gets the result. */
+static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, result_t *res)
+{
+    static awp_sim_t s;
+    static awp_scenario_t sc;
+    double *step = calloc((size_t)o->steps, sizeof(double)), sums[2] = {0, 0};
+    int i, rc, size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    scenario(&sc, n, dims, mode, o->warmup + o->steps);
+    rc = step == NULL ? awp_fail("out of memory") : awp_scenario_check(&sc, size);
+    if (rc == 0)
+        rc = awp_sim_create(&s, &sc, MPI_COMM_WORLD);
+    if (rc != 0) {
+        free(step);
+        return rc;
+    }
+    for (i = 0; i < o->warmup && rc == 0; i++)
+        rc = awp_sim_step(&s);
+    MPI_Barrier(MPI_COMM_WORLD);
+    s.t_step = s.t_comm = 0;
+    for (i = 0; i < o->steps && rc == 0; i++) {
+        double t = s.t_step;
+        rc = awp_sim_step(&s);
+        step[i] = s.t_step - t;
+    }
+    if (rc == 0)
+        rc = awp_sim_finish(&s);
+    if (rc != 0) {
+        fprintf(stderr, PROG ": %s: %s\n", awp_mode_name(mode), awp_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* the slowest rank's step sets the pace of all */
+    MPI_Allreduce(MPI_IN_PLACE, step, o->steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    sums[0] = s.t_step, sums[1] = s.t_comm;
+    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    res->mean_ms = 1e3 * sums[0] / size / o->steps;
+    res->comm_ms = 1e3 * sums[1] / size / o->steps;
+    res->compute_ms = res->mean_ms - res->comm_ms;
+    qsort(step, (size_t)o->steps, sizeof(double), cmp_double);
+    res->median_ms = 1e3 * step[o->steps / 2];
+    free(step);
+    return awp_sim_free(&s);
+}
+
+/* Index of the next configuration in an existing CSV (its last row's + 1). */
+static int next_config(const char *path)
+{
+    char line[512];
+    int last = -1;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (line[0] >= '0' && line[0] <= '9')
+            last = atoi(line);
+    fclose(f);
+    return last + 1;
+}
+
+static FILE *open_csv(const char *path, int *config)
+{
+    FILE *f;
+    *config = next_config(path);
+    if ((f = fopen(path, "a")) == NULL) {
+        fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    if (*config == 0)
+        fprintf(f, "config,label,mode,ranks,px,py,pz,n,steps,step_ms_median,step_ms_mean,"
+                   "comm_ms,compute_ms,comm_pct\n");
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    opts_t o;
+    FILE *csv = NULL;
+    int rank, size, dims[3] = {0, 0, 0}, rc, k, m, config = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rc = parse_opts(argc, argv, &o);
+    if (rc != 0) {
+        if (rank == 0 && rc < 0)
+            fprintf(stderr, PROG ": %s\n", awp_last_error());
+        if (rank == 0 && rc > 0)
+            usage(stdout);
+        MPI_Finalize();
+        return rc < 0 ? 2 : 0;
+    }
+    MPI_Dims_create(size, 3, dims);
+    if (rank == 0 && o.csv != NULL && (csv = open_csv(o.csv, &config)) == NULL)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (rank == 0)
+        printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s\n", "mode", "ranks", "grid", "n",
+               "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%");
+    for (k = 0; k < o.nsizes; k++, config++)
+        for (m = 0; m < AWP_MODE_COUNT; m++) {
+            result_t r = {0, 0, 0, 0};
+            char label[64];
+            if (!o.use[m])
+                continue;
+            if (measure(&o, o.n[k], dims, (awp_mode_t)m, &r) != 0) {
+                if (rank == 0)
+                    fprintf(stderr, PROG ": %s\n", awp_last_error());
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            if (rank != 0)
+                continue;
+            snprintf(label, sizeof(label), "%d ranks %d^3", size, o.n[k]);
+            printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f\n",
+                   awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k], r.median_ms,
+                   r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms);
+            if (csv != NULL)
+                fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.2f\n", config,
+                        label, awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k],
+                        o.steps, r.median_ms, r.mean_ms, r.comm_ms, r.compute_ms,
+                        100 * r.comm_ms / r.mean_ms);
+        }
+    if (csv != NULL)
+        fclose(csv);
+    MPI_Finalize();
+    if (rank == 0 && o.png != NULL) {
+        const char *args[2] = {o.csv, o.png};
+        if (awp_plot(PROG, "plot_awp_bench.gp", args, 2) == 0)
+            printf("plot: %s\n", o.png);
+    }
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * What the run driver and the benchmark write: seismograms (CSV), wavefield
+ * slices (a matrix gnuplot reads), and the PNGs drawn by gnuplot from the
+ * scripts installed with them. Rank 0 alone calls these.
+ */
+#ifndef AWP_OUTPUT_H
+#define AWP_OUTPUT_H
+
+#include "awp_grid.h"
+#include "awp_scenario.h"
+
+/* Creates folder path and its parents as needed. */
+int awp_mkdir_p(const char *path);
+
+/* <output>/<name>_seismograms.csv: step, time, then vx, vy, vz of each
+ * receiver; traces is [receiver][step][3] of sc->steps steps, steps of them
+ * done. The path written goes to path. */
+int awp_write_seismograms(const awp_scenario_t *sc, const float *traces, int steps, char *path,
+                          size_t len);
+
+/* The global box of the snapshot slice of sc, and its rows and columns (the
+ * two axes other than the slice's, the slower one first). */
+awp_box_t awp_slice_box(const awp_scenario_t *sc, int *rows, int *cols);
+
+/* Writes a slice as rows of blank-separated values; path gets its name. */
+int awp_write_slice(const awp_scenario_t *sc, int step, const float *v, int rows, int cols,
+                    char *path, size_t len);
+
+/* Runs gnuplot -c <script> args... without a shell (script: a file name,
+ * looked for next to the binary, then in the installed folder). Returns 0
+ * when gnuplot succeeded; otherwise says why on stderr. Call after
+ * MPI_Finalize, so that no MPI process forks. */
+int awp_plot(const char *prog, const char *script, const char *const *args, int nargs);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * Physics checks on a run of a scenario:
+ *
+ *   test_awp_physics arrivals SCENARIO
+ *     the peak of the radial velocity of each receiver comes at t0 + r / vp,
+ *     that of the transverse velocity at t0 + r / vs (t0: the delay of the
+ *     source pulse), each within two cells' travel time. Needs a homogeneous
+ *     medium and receivers where P and S show on different components
+ *     (scenarios/wholespace.txt says how).
+ *   test_awp_physics energy SCENARIO STEPS
+ *     over STEPS steps with the sponge, sum(v^2) over the grid stays finite,
+ *     never exceeds its peak again in the second half, and ends below 1% of
+ *     the peak.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awp_error.h"
+#include "awp_sim.h"
+#include "awp_source.h"
+#include "mpi_check.h"
+
+static int setup(awp_sim_t *s, awp_scenario_t *sc, const char *path, int nover, char **over)
+{
+    int size, rc;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    rc = awp_scenario_load(sc, path, nover, over);
+    if (rc == 0)
+        rc = awp_scenario_check(sc, size);
+    if (rc == 0)
+        rc = awp_sim_create(s, sc, MPI_COMM_WORLD);
+    CHECK(rc == 0, "%s", awp_last_error());
+    return rc;
+}
+
+/* Time of the largest |x| of n samples taken at (i + 1/2) dt. */
+static double peak_time(const double *x, int n, double dt)
+{
+    int i, best = 0;
+    for (i = 1; i < n; i++)
+        if (fabs(x[i]) > fabs(x[best]))
+            best = i;
+    return (best + 0.5) * dt;
+}
+
+static void arrivals(const char *path)
+{
+    static awp_sim_t s;
+    static awp_scenario_t sc;
+    const awp_layer_t *m;
+    float *tr;
+    int rank, r, n, rc = 0;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (setup(&s, &sc, path, 0, NULL) != 0)
+        return;
+    CHECK(sc.media.nlayers == 1, "the arrival check needs a homogeneous medium");
+    while (rc == 0 && s.step < sc.steps)
+        rc = awp_sim_step(&s);
+    if (rc == 0)
+        rc = awp_sim_finish(&s);
+    tr = calloc((size_t)sc.nrec * (size_t)sc.steps * 3 + 1, sizeof(float));
+    if (rc == 0)
+        rc = awp_sim_traces(&s, tr);
+    CHECK(rc == 0, "%s", awp_last_error());
+    m = &sc.media.layer[0];
+    for (r = 0; r < sc.nrec && rc == 0 && rank == 0; r++) {
+        double e[3], dist = 0, *radial = calloc((size_t)sc.steps, sizeof(double));
+        double *transverse = calloc((size_t)sc.steps, sizeof(double)), tp, ts, t0;
+        int d;
+        for (d = 0; d < 3; d++) {
+            e[d] = (sc.rec[r][d] - sc.source.pos[d]) * sc.h;
+            dist += e[d] * e[d];
+        }
+        dist = sqrt(dist);
+        for (n = 0; n < sc.steps; n++) {
+            const float *v = tr + ((size_t)r * (size_t)sc.steps + (size_t)n) * 3;
+            double vr = (v[0] * e[0] + v[1] * e[1] + v[2] * e[2]) / dist, t2 = 0;
+            for (d = 0; d < 3; d++)
+                t2 += pow(v[d] - vr * e[d] / dist, 2);
+            radial[n] = vr;
+            transverse[n] = sqrt(t2);
+        }
+        t0 = awp_stf_delay(&sc.source);
+        tp = peak_time(radial, sc.steps, sc.dt) - t0;
+        ts = peak_time(transverse, sc.steps, sc.dt) - t0;
+        printf("receiver %d at %.0f m: P at %.3f s (r/vp %.3f s), S at %.3f s (r/vs %.3f s)\n",
+               r + 1, dist, tp, dist / m->vp, ts, dist / m->vs);
+        CHECK(fabs(tp - dist / m->vp) <= 2 * sc.h / m->vp,
+              "receiver %d: P peak %.3f s after the source, expected %.3f +- %.3f s", r + 1, tp,
+              dist / m->vp, 2 * sc.h / m->vp);
+        CHECK(fabs(ts - dist / m->vs) <= 2 * sc.h / m->vs,
+              "receiver %d: S peak %.3f s after the source, expected %.3f +- %.3f s", r + 1, ts,
+              dist / m->vs, 2 * sc.h / m->vs);
+        free(radial);
+        free(transverse);
+    }
+    free(tr);
+    awp_sim_free(&s);
+}
+
+/* sum(u1^2 + v1^2 + w1^2) over the whole grid. */
+static double kinetic(const awp_sim_t *s)
+{
+    double e = 0, all;
+    int i, j, k, c;
+    for (c = AWP_U1; c <= AWP_W1; c++)
+        for (i = 0; i < s->g.n[0]; i++)
+            for (j = 0; j < s->g.n[1]; j++)
+                for (k = 0; k < s->g.n[2]; k++) {
+                    double v = s->w.f[c][awp_at(&s->g, i, j, k)];
+                    e += v * v;
+                }
+    MPI_Allreduce(&e, &all, 1, MPI_DOUBLE, MPI_SUM, s->g.comm);
+    return all;
+}
+
+static void energy(const char *path, const char *steps)
+{
+    static awp_sim_t s;
+    static awp_scenario_t sc;
+    char over[64], *ov[1] = {over};
+    double e = 0, peak = 0, late_peak = 0;
+    int rc = 0;
+
+    snprintf(over, sizeof(over), "steps=%s", steps);
+    if (setup(&s, &sc, path, 1, ov) != 0)
+        return;
+    CHECK(sc.sponge_nd > 0, "the energy check needs a sponge");
+    while (rc == 0 && s.step < sc.steps && isfinite(e)) {
+        rc = awp_sim_step(&s);
+        e = kinetic(&s);
+        if (s.step <= sc.steps / 2)
+            peak = fmax(peak, e);
+        else
+            late_peak = fmax(late_peak, e);
+    }
+    CHECK(rc == 0, "%s", awp_last_error());
+    CHECK(isfinite(e), "the energy became %g at step %d", e, s.step);
+    CHECK(peak > 0, "no energy at all: the source did not act");
+    CHECK(late_peak <= peak, "the energy grew to %g in the second half, above its peak %g",
+          late_peak, peak);
+    CHECK(e < 0.01 * peak, "the energy ends at %g, %.3g of its peak %g (not absorbed)", e,
+          e / peak, peak);
+    if (s.g.rank == 0)
+        printf("energy: peak %g, after %d steps %g (%.2g of the peak)\n", peak, s.step, e,
+               e / peak);
+    awp_sim_free(&s);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    if (argc == 3 && strcmp(argv[1], "arrivals") == 0)
+        arrivals(argv[2]);
+    else if (argc == 4 && strcmp(argv[1], "energy") == 0)
+        energy(argv[2], argv[3]);
+    else
+        CHECK(0, "usage: test_awp_physics arrivals SCENARIO | energy SCENARIO STEPS");
+    return check_finish("test_awp_physics");
+}

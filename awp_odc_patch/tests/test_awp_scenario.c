@@ -1,0 +1,128 @@
+/*
+ * Scenario files the parser and the check must refuse, each with a message
+ * naming the problem; and a good one they must accept. No MPI: the parser
+ * and the check are local.
+ *
+ *   test_awp_scenario FOLDER   (a writable folder for the files)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awp_error.h"
+#include "awp_scenario.h"
+
+/* A valid scenario; each case replaces or removes one of its lines. */
+static const char *const good[] = {
+    "grid = 24 24 24", "h = 100", "dt = 0.01", "steps = 10",
+    "media = homogeneous 3000 1700 2400", "source = 12 12 12",
+    "moment = 1 1 1 0 0 0", "stf = brune 0.05", "receivers = 1 2 3; 20 20 20",
+    "proc = auto",
+};
+#define NGOOD ((int)(sizeof(good) / sizeof(good[0])))
+
+typedef struct {
+    const char *what;
+    const char *line;     /* the replacement; NULL: the line is left out */
+    int replaces;         /* index in good[] */
+    int nranks;
+    const char *needle;   /* what the message must contain; NULL: must pass */
+    const char *override; /* a key=value given beside the file, or NULL */
+} case_t;
+
+static const case_t cases[] = {
+    {"valid", "grid = 24 24 24", 0, 8, NULL, NULL},
+    {"layers from a file", "media = layers layers.txt", 4, 1, NULL, NULL},
+    {"missing key", NULL, 2, 1, "missing key 'dt'", NULL},
+    {"negative spacing", "h = -100", 1, 1, "h: must be positive, not -100", NULL},
+    {"zero spacing", "h = 0", 1, 1, "h: must be positive", NULL},
+    {"source outside the grid", "source = 12 30 12", 5, 1,
+     "source: cell 12 30 12 lies outside the grid 24x24x24", NULL},
+    {"negative source cell", "source = -1 0 0", 5, 1, "lies outside the grid", NULL},
+    {"receiver outside the grid", "receivers = 1 2 3; 20 24 20", 8, 1,
+     "receiver 2 at cell 20 24 20 lies outside", NULL},
+    {"grid not divisible", "proc = 5 1 1", 9, 5,
+     "nx = 24 does not divide evenly over 5 ranks along x", NULL},
+    {"process grid against the ranks", "proc = 2 2 1", 9, 2, "needs 4 ranks, but 2 are running",
+     NULL},
+    {"auto without an even split", "grid = 25 25 25", 0, 2,
+     "no process grid of 2 ranks divides the grid 25x25x25", NULL},
+    {"unstable", "dt = 0.02", 2, 1, "unstable: vp_max * dt / h", NULL},
+    {"unknown mode", "mode = carrier-pigeon", 9, 1, "unknown mode 'carrier-pigeon'", NULL},
+    {"unknown key", "colour = blue", 9, 1, "unknown key 'colour'", NULL},
+    {"not key = value", "grid 24 24 24", 0, 1, "expected 'key = value'", NULL},
+    {"malformed number", "steps = ten", 3, 1, "steps: expected 1 integer", NULL},
+    {"fractional count", "grid = 24 24 24.5", 0, 1, "grid: expected 'nx ny nz'", NULL},
+    {"vp too low for vs", "media = homogeneous 2000 1700 2400", 4, 1,
+     "vp = 2000 must exceed sqrt(2) vs", NULL},
+    {"missing layers file", "media = layers nowhere.txt", 4, 1,
+     "cannot read layers file", NULL},
+    {"unknown source-time function", "stf = boxcar 1", 7, 1, "stf: expected 'gaussian F0'",
+     NULL},
+    {"duplicate key", "h = 100", 0, 1, "key 'h' given twice", NULL},
+    {"bad override", "grid = 24 24 24", 0, 1, "override 'h=-3': h: must be positive", "h=-3"},
+    {"unstable by override", "grid = 24 24 24", 0, 1, "unstable", "dt=0.05"},
+};
+#define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
+
+static int write_case(const char *path, const case_t *c)
+{
+    FILE *f = fopen(path, "w");
+    int i;
+    if (f == NULL)
+        return -1;
+    fprintf(f, "# test case: %s\n", c->what);
+    for (i = 0; i < NGOOD; i++)
+        if (i != c->replaces)
+            fprintf(f, "%s\n", good[i]);
+        else if (c->line != NULL)
+            fprintf(f, "%s\n", c->line);
+    if (strcmp(c->what, "duplicate key") == 0)
+        fprintf(f, "h = 100\n");
+    return fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    char path[4096], layers[4096];
+    int i, failed = 0;
+    FILE *f;
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_awp_scenario FOLDER\n");
+        return 2;
+    }
+    snprintf(path, sizeof(path), "%s/awp_case.txt", argv[1]);
+    snprintf(layers, sizeof(layers), "%s/layers.txt", argv[1]);
+    if ((f = fopen(layers, "w")) == NULL || fputs("0 2000 1000 2200\n500 3000 1700 2400\n", f) < 0 ||
+        fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", layers);
+        return 1;
+    }
+    for (i = 0; i < NCASES; i++) {
+        const case_t *c = &cases[i];
+        static awp_scenario_t sc;
+        char *over[1] = {(char *)c->override};
+        int rc;
+        if (write_case(path, c) != 0) {
+            fprintf(stderr, "cannot write %s\n", path);
+            return 1;
+        }
+        rc = awp_scenario_load(&sc, path, c->override != NULL, over);
+        if (rc == 0)
+            rc = awp_scenario_check(&sc, c->nranks);
+        if (c->needle == NULL && rc != 0) {
+            printf("FAIL %s: refused: %s\n", c->what, awp_last_error());
+            failed++;
+        } else if (c->needle != NULL && (rc == 0 || strstr(awp_last_error(), c->needle) == NULL)) {
+            printf("FAIL %s: %s, expected a message with \"%s\"\n", c->what,
+                   rc == 0 ? "accepted" : awp_last_error(), c->needle);
+            failed++;
+        } else
+            printf("ok   %s: %s\n", c->what, rc == 0 ? "accepted" : awp_last_error());
+    }
+    remove(path);
+    remove(layers);
+    printf("test_awp_scenario: %s (%d of %d cases failed)\n", failed ? "FAIL" : "PASS", failed,
+           NCASES);
+    return failed ? 1 : 0;
+}
