@@ -1,0 +1,382 @@
+/*
+ * The P3DFFT 2.7 C entry points: argument checks with a message naming the
+ * bad argument, the global state (P3DFFT keeps one transform set-up per
+ * process), the mode and slab settings, and the timers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3_internal.h"
+
+static const char *const p3_mode_names[P3_NMODES] = {"blocking", "mpi_nb", "offload"};
+
+static p3_t *g;                /* NULL before setup */
+static char last_error[512];
+static int pending_mode = -1;  /* Cp3dfft_set_transpose before setup */
+static int pending_slabs = -1; /* Cp3dfft_set_slabs before setup */
+static double idle_timers[P3DFFT_NTIMERS]; /* timers outside a set-up */
+
+int p3_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *Cp3dfft_last_error(void)
+{
+    return last_error;
+}
+
+static int ok(void)
+{
+    last_error[0] = '\0';
+    return P3DFFT_OK;
+}
+
+static int parse_mode(const char *s, const char *what)
+{
+    int m;
+    for (m = 0; m < P3_NMODES; m++)
+        if (strcmp(s, p3_mode_names[m]) == 0)
+            return m;
+    p3_fail(P3DFFT_ERR_ARG, "%s: unknown transpose mode '%s' (blocking, mpi_nb, offload)", what, s);
+    return -1;
+}
+
+/* Settings from the environment, overridden by the calls made before setup. */
+static int read_settings(p3_t *p, int *slabs)
+{
+    const char *v = getenv("P3DFFT_TRANSPOSE");
+    char *end;
+
+    p->mode = P3_BLOCKING;
+    if (pending_mode >= 0)
+        p->mode = (p3_mode_t)pending_mode;
+    else if (v != NULL && *v != '\0') {
+        int m = parse_mode(v, "P3DFFT_TRANSPOSE");
+        if (m < 0)
+            return P3DFFT_ERR_ARG;
+        p->mode = (p3_mode_t)m;
+    }
+
+    p->fftw_flags = FFTW_MEASURE;
+    v = getenv("P3DFFT_FFTW_FLAG");
+    if (v != NULL && *v != '\0') {
+        if (strcmp(v, "estimate") == 0)
+            p->fftw_flags = FFTW_ESTIMATE;
+        else if (strcmp(v, "patient") == 0)
+            p->fftw_flags = FFTW_PATIENT;
+        else if (strcmp(v, "measure") != 0)
+            return p3_fail(P3DFFT_ERR_ARG, "P3DFFT_FFTW_FLAG: unknown planner flag '%s' "
+                           "(estimate, measure, patient)", v);
+    }
+
+    *slabs = 0;
+    v = getenv("P3DFFT_SLABS");
+    if (pending_slabs >= 0)
+        *slabs = pending_slabs;
+    else if (v != NULL && *v != '\0') {
+        long n = strtol(v, &end, 10);
+        if (*end != '\0' || n < 0 || n > P3_MAX_SLABS)
+            return p3_fail(P3DFFT_ERR_ARG, "P3DFFT_SLABS: '%s' is not a slab count 0..%d", v,
+                           P3_MAX_SLABS);
+        *slabs = (int)n;
+    }
+    return P3DFFT_OK;
+}
+
+static int check_setup_args(const int *dims, int nx, int ny, int nz, MPI_Comm comm, int nxc,
+                            int nyc, int nzc, const int *memsize)
+{
+    int size;
+    if (dims == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "dims is NULL");
+    if (memsize == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "memsize is NULL");
+    if (nx < 2 || ny < 1 || nz < 1)
+        return p3_fail(P3DFFT_ERR_ARG, "nx, ny, nz = %d, %d, %d: need nx >= 2, ny >= 1, nz >= 1",
+                       nx, ny, nz);
+    if (nxc != nx || nyc != ny || nzc != nz)
+        return p3_fail(P3DFFT_ERR_ARG, "nxc, nyc, nzc = %d, %d, %d differ from nx, ny, nz: "
+                       "truncated transforms are not supported", nxc, nyc, nzc);
+    if (comm == MPI_COMM_NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "comm_f is not a valid communicator handle");
+    MPI_Comm_size(comm, &size);
+    if (dims[0] < 1 || dims[1] < 1 || dims[0] * dims[1] != size)
+        return p3_fail(P3DFFT_ERR_ARG, "dims = {%d, %d}: the product must equal the "
+                       "communicator's size %d", dims[0], dims[1], size);
+    if (dims[0] > ny || dims[0] > nx / 2 + 1)
+        return p3_fail(P3DFFT_ERR_ARG, "dims[0] = %d: more processes than points along Y (ny = "
+                       "%d) or along complex X (nx/2+1 = %d)", dims[0], ny, nx / 2 + 1);
+    if (dims[1] > ny || dims[1] > nz)
+        return p3_fail(P3DFFT_ERR_ARG, "dims[1] = %d: more processes than points along Y (ny = "
+                       "%d) or Z (nz = %d)", dims[1], ny, nz);
+    return P3DFFT_OK;
+}
+
+/* All ranks succeed or all fail, so that none waits in a collective alone:
+ * the first failure's code, with the detail "failed on another rank" on the
+ * ranks where it did not fail. */
+static int agree(int rc, MPI_Comm comm)
+{
+    int any;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any && !rc)
+        p3_fail(any, "failed on another rank");
+    return any;
+}
+
+static int release(p3_t *p)
+{
+    int rc = p3_yz_teardown(p);
+    p3_plans_free(p);
+    p3_decomp_free(p);
+    free(p);
+    return rc;
+}
+
+int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int nyc, int nzc,
+                  int overwrite, int *memsize)
+{
+    MPI_Comm comm = MPI_Comm_f2c(comm_f);
+    int rc, slabs;
+    p3_t *p;
+
+    (void)overwrite; /* inputs are never overwritten */
+    if (g != NULL)
+        return p3_fail(P3DFFT_ERR_STATE, "Cp3dfft_setup: already set up; call Cp3dfft_clean first");
+    if ((rc = check_setup_args(dims, nx, ny, nz, comm, nxc, nyc, nzc, memsize)))
+        return rc;
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory");
+    p->comm = p->row = p->col = MPI_COMM_NULL;
+    if (!(rc = read_settings(p, &slabs)) && !(rc = p3_decomp_init(p, dims, nx, ny, nz, comm)) &&
+        !(rc = p3_slabs_init(p, slabs > 0 ? slabs : p3_auto_slabs(p))))
+        rc = p3_yz_setup(p);
+    if ((rc = agree(rc, comm))) {
+        char why[sizeof(last_error)];
+        memcpy(why, last_error, sizeof(why));
+        release(p);
+        return p3_fail(rc, "%s", why);
+    }
+    if ((rc = p3_warmup(p))) {
+        release(p);
+        return rc;
+    }
+    memsize[0] = p->iisize;
+    memsize[1] = p->jjsize;
+    memsize[2] = p->nz;
+    memcpy(p->timers, idle_timers, sizeof(p->timers));
+    g = p;
+    return ok();
+}
+
+int Cp3dfft_clean(void)
+{
+    int rc;
+    if (g == NULL)
+        return p3_fail(P3DFFT_ERR_STATE, "Cp3dfft_clean: not set up (call Cp3dfft_setup first)");
+    memcpy(idle_timers, g->timers, sizeof(idle_timers)); /* upstream's drivers read them after */
+    rc = release(g);
+    g = NULL;
+    return rc ? rc : ok();
+}
+
+int Cp3dfft_get_dims(int *start, int *end, int *size, int conf)
+{
+    int d;
+    if (g == NULL)
+        return p3_fail(P3DFFT_ERR_STATE, "Cp3dfft_get_dims: not set up (call Cp3dfft_setup first)");
+    if (start == NULL || end == NULL || size == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_get_dims: %s is NULL",
+                       start == NULL ? "start" : end == NULL ? "end" : "size");
+    switch (conf) {
+    case 1:
+        start[0] = 1, size[0] = g->nx;
+        start[1] = g->yi.s[g->ipid] + 1, size[1] = g->jisize;
+        start[2] = g->zj.s[g->jpid] + 1, size[2] = g->kjsize;
+        break;
+    case 2:
+        start[0] = g->xc.s[g->ipid] + 1, size[0] = g->iisize;
+        start[1] = g->yj.s[g->jpid] + 1, size[1] = g->jjsize;
+        start[2] = 1, size[2] = g->nz;
+        break;
+    case 3:
+        for (d = 0; d < 3; d++)
+            start[d] = 1, size[d] = g->zmax[d];
+        break;
+    default:
+        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_get_dims: conf = %d (1: real X-pencil, "
+                       "2: complex Z-pencil, 3: largest Z-pencil)", conf);
+    }
+    for (d = 0; d < 3; d++)
+        end[d] = start[d] + size[d] - 1;
+    return ok();
+}
+
+/* op: forward {X, Y, Z}, backward {Z, Y, X}; X must be a Fourier transform. */
+static int parse_op(const unsigned char *op, int backward, int skip[3])
+{
+    int i;
+    if (op == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "op is NULL");
+    for (i = 0; i < 3; i++) {
+        int d = backward ? 2 - i : i; /* the dimension the letter is for */
+        unsigned char c = op[i];
+        if (c == 'f' || c == 't')
+            skip[d] = 0;
+        else if ((c == 'n' || c == '0') && d != 0)
+            skip[d] = 1;
+        else if (c == 'c' || c == 's')
+            return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": %s transform (op[%d]) not supported",
+                           (const char *)op, c == 'c' ? "cosine" : "sine", i);
+        else
+            return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": op[%d] = '%c' is not %s", (const char *)op,
+                           i, c ? c : '?', d == 0 ? "'f' or 't' (X is always r2c/c2r)"
+                                                  : "one of f, t, n, 0");
+    }
+    return P3DFFT_OK;
+}
+
+static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
+                           const void *out, int dim_out, size_t need_out, int nv,
+                           const unsigned char *op, int backward, int skip[3])
+{
+    if (g == NULL)
+        return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
+    if (in == NULL || out == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "%s: %s is NULL", call, in == NULL ? "in" : "out");
+    if (in == out)
+        return p3_fail(P3DFFT_ERR_ARG, "%s: in and out are the same array (in-place is not "
+                       "supported)", call);
+    if (nv < 1)
+        return p3_fail(P3DFFT_ERR_ARG, "%s: nv = %d, need at least 1", call, nv);
+    if (nv > 1 && (dim_in < 0 || (size_t)dim_in < need_in))
+        return p3_fail(P3DFFT_ERR_ARG, "%s: dim_in = %d is smaller than one variable (%zu)",
+                       call, dim_in, need_in);
+    if (nv > 1 && (dim_out < 0 || (size_t)dim_out < need_out))
+        return p3_fail(P3DFFT_ERR_ARG, "%s: dim_out = %d is smaller than one variable (%zu)",
+                       call, dim_out, need_out);
+    if (parse_op(op, backward, skip)) {
+        char why[sizeof(last_error)];
+        memcpy(why, last_error, sizeof(why));
+        return p3_fail(P3DFFT_ERR_ARG, "%s: %s", call, why);
+    }
+    return P3DFFT_OK;
+}
+
+static size_t real_size(void)
+{
+    return g == NULL ? 0 : (size_t)g->nx * g->jisize * g->kjsize;
+}
+
+static size_t complex_size(void)
+{
+    return g == NULL ? 0 : (size_t)g->iisize * g->jjsize * g->nz;
+}
+
+int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int nv,
+                           unsigned char *op)
+{
+    int skip[3], rc;
+    if ((rc = check_transform("Cp3dfft_ftran_r2c", in, dim_in, real_size(), out, dim_out,
+                              complex_size(), nv, op, 0, skip)))
+        return rc;
+    rc = p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, skip);
+    return rc ? rc : ok();
+}
+
+int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int nv,
+                           unsigned char *op)
+{
+    int skip[3], rc;
+    if ((rc = check_transform("Cp3dfft_btran_c2r", in, dim_in, complex_size(), out, dim_out,
+                              real_size(), nv, op, 1, skip)))
+        return rc;
+    rc = p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, skip);
+    return rc ? rc : ok();
+}
+
+int Cp3dfft_ftran_r2c(double *in, double *out, unsigned char *op)
+{
+    return Cp3dfft_ftran_r2c_many(in, 0, out, 0, 1, op);
+}
+
+int Cp3dfft_btran_c2r(double *in, double *out, unsigned char *op)
+{
+    return Cp3dfft_btran_c2r_many(in, 0, out, 0, 1, op);
+}
+
+int Cset_timers(void)
+{
+    memset(g != NULL ? g->timers : idle_timers, 0, sizeof(idle_timers));
+    return ok();
+}
+
+int Cget_timers(double *timers)
+{
+    if (timers == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "Cget_timers: timers is NULL");
+    memcpy(timers, g != NULL ? g->timers : idle_timers, sizeof(idle_timers));
+    return ok();
+}
+
+/* Re-creates what the mode and slab count need; collective. */
+static int reconfigure(p3_mode_t mode, int slabs)
+{
+    double timers[P3DFFT_NTIMERS];
+    int rc = p3_yz_teardown(g);
+    g->mode = mode;
+    if (!rc && !(rc = p3_slabs_init(g, slabs > 0 ? slabs : p3_auto_slabs(g))))
+        rc = p3_yz_setup(g);
+    if ((rc = agree(rc, g->comm)))
+        return rc;
+    memcpy(timers, g->timers, sizeof(timers));
+    rc = p3_warmup(g);
+    memcpy(g->timers, timers, sizeof(timers));
+    return rc ? rc : ok();
+}
+
+int Cp3dfft_set_transpose(const char *mode)
+{
+    int m;
+    if (mode == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_transpose: mode is NULL");
+    if ((m = parse_mode(mode, "Cp3dfft_set_transpose")) < 0)
+        return P3DFFT_ERR_ARG;
+    if (g == NULL) {
+        pending_mode = m;
+        return ok();
+    }
+    return reconfigure((p3_mode_t)m, g->nslab);
+}
+
+const char *Cp3dfft_get_transpose(void)
+{
+    if (g != NULL)
+        return p3_mode_names[g->mode];
+    return pending_mode >= 0 ? p3_mode_names[pending_mode] : "unset";
+}
+
+int Cp3dfft_set_slabs(int slabs)
+{
+    if (slabs < 0 || slabs > P3_MAX_SLABS)
+        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_slabs: slabs = %d, need 0..%d", slabs,
+                       P3_MAX_SLABS);
+    if (g == NULL) {
+        pending_slabs = slabs;
+        return ok();
+    }
+    return reconfigure(g->mode, slabs);
+}
+
+int Cp3dfft_get_slabs(void)
+{
+    return g != NULL ? g->nslab : 0;
+}

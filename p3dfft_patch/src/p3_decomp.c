@@ -1,0 +1,172 @@
+/*
+ * The processor grid and its communicators, the block splits of every
+ * dimension, and the work buffers, as DESIGN.md fixes them: world rank =
+ * jpid * iproc + ipid; ROW = the iproc consecutive ranks (X-Y transpose), COL
+ * = the jproc ranks of stride iproc (Y-Z transpose).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3_internal.h"
+
+static int split_init(p3_split_t *sp, int n, int p)
+{
+    int i;
+    sp->n = malloc(sizeof(int) * (size_t)p);
+    sp->s = malloc(sizeof(int) * (size_t)p);
+    if (sp->n == NULL || sp->s == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the block split of %d points", n);
+    for (i = 0; i < p; i++) {
+        sp->n[i] = n / p + (i < n % p);
+        sp->s[i] = i * (n / p) + (i < n % p ? i : n % p);
+    }
+    return P3DFFT_OK;
+}
+
+static void split_free(p3_split_t *sp)
+{
+    free(sp->n);
+    free(sp->s);
+    sp->n = sp->s = NULL;
+}
+
+static fftw_complex *cbuf(size_t n)
+{
+    return fftw_alloc_complex(n > 0 ? n : 1);
+}
+
+/* The X-Y transpose's counts: forward, block i sent is X range i of every
+ * line, (xn[i], jisize, kjsize); the block from i is its Y range of our X
+ * range, (iisize, yn[i], kjsize). */
+static int xy_counts_init(p3_t *p)
+{
+    int i, n = p->iproc;
+    p->xy_scnt = malloc(sizeof(int) * 4 * (size_t)n);
+    if (p->xy_scnt == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y counts");
+    p->xy_sdsp = p->xy_scnt + n;
+    p->xy_rcnt = p->xy_sdsp + n;
+    p->xy_rdsp = p->xy_rcnt + n;
+    for (i = 0; i < n; i++) {
+        p->xy_scnt[i] = p->jisize * p->kjsize * p->xc.n[i];
+        p->xy_sdsp[i] = p->jisize * p->kjsize * p->xc.s[i];
+        p->xy_rcnt[i] = p->yi.n[i] * p->kjsize * p->iisize;
+        p->xy_rdsp[i] = p->yi.s[i] * p->kjsize * p->iisize;
+    }
+    return P3DFFT_OK;
+}
+
+int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm)
+{
+    int rank, rc, s;
+    double local;
+
+    p->nx = nx;
+    p->ny = ny;
+    p->nz = nz;
+    p->nxh = nx / 2 + 1;
+    p->iproc = dims[0];
+    p->jproc = dims[1];
+    MPI_Comm_rank(comm, &rank);
+    p->ipid = rank % p->iproc;
+    p->jpid = rank / p->iproc;
+
+    if (MPI_Comm_dup(comm, &p->comm) != MPI_SUCCESS ||
+        MPI_Comm_split(p->comm, p->jpid, p->ipid, &p->row) != MPI_SUCCESS ||
+        MPI_Comm_split(p->comm, p->ipid, p->jpid, &p->col) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "cannot create the ROW and COL communicators");
+
+    if ((rc = split_init(&p->xc, p->nxh, p->iproc)) || (rc = split_init(&p->yi, ny, p->iproc)) ||
+        (rc = split_init(&p->yj, ny, p->jproc)) || (rc = split_init(&p->zj, nz, p->jproc)))
+        return rc;
+    p->iisize = p->xc.n[p->ipid];
+    p->jisize = p->yi.n[p->ipid];
+    p->jjsize = p->yj.n[p->jpid];
+    p->kjsize = p->zj.n[p->jpid];
+    /* the first blocks are the largest */
+    p->zmax[0] = p->xc.n[0];
+    p->zmax[1] = p->yj.n[0];
+    p->zmax[2] = nz;
+
+    /* MPI counts are ints: every local array must fit. */
+    local = (double)p->nxh * p->jisize * p->kjsize;
+    if (local < (double)p->iisize * ny * p->kjsize)
+        local = (double)p->iisize * ny * p->kjsize;
+    if (local < (double)p->iisize * p->jjsize * nz)
+        local = (double)p->iisize * p->jjsize * nz;
+    if (local * 2 > INT_MAX)
+        return p3_fail(P3DFFT_ERR_ARG, "nx, ny, nz: a local array of %.0f complex values is too "
+                       "large for MPI's int counts; use more processes", local);
+
+    if ((rc = xy_counts_init(p)))
+        return rc;
+    p->xbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
+    p->ybuf = cbuf((size_t)p->iisize * ny * p->kjsize);
+    if (p->iproc > 1) { /* with one rank in ROW the X-Y blocks are xbuf itself */
+        p->xsbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
+        p->xrbuf = cbuf((size_t)p->iisize * ny * p->kjsize);
+    }
+    if (p->xbuf == NULL || p->ybuf == NULL || (p->iproc > 1 && (p->xsbuf == NULL || p->xrbuf == NULL)))
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
+    for (s = 0; s < P3_SLOTS; s++) {
+        p->ya[s] = cbuf((size_t)p->iisize * p->kjsize * ny);
+        p->zb[s] = cbuf((size_t)p->iisize * p->jjsize * nz);
+        if (p->ya[s] == NULL || p->zb[s] == NULL)
+            return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z work buffers");
+    }
+    return P3DFFT_OK;
+}
+
+/* One variable's Y-Z stage in nslab X-slabs (clamped to the X extent). */
+int p3_slabs_init(p3_t *p, int nslab)
+{
+    int rc;
+    if (nslab > p->iisize)
+        nslab = p->iisize > 0 ? p->iisize : 1;
+    split_free(&p->slab);
+    fftw_free(p->ztmp);
+    p->nslab = nslab;
+    if ((rc = split_init(&p->slab, p->iisize, nslab)))
+        return rc;
+    p->ztmp = cbuf((size_t)p->slab.n[0] * p->jjsize * p->nz);
+    if (p->ztmp == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffer");
+    return P3DFFT_OK;
+}
+
+/* Slabs trade smaller FFT batches and more, smaller messages for overlap
+ * within one variable. On the 2-core development VM 2 and 4 slabs were 5-20%
+ * slower than one in every mode (README; p3dfft_bench --slabs measures it),
+ * so the default is no split. */
+int p3_auto_slabs(const p3_t *p)
+{
+    (void)p;
+    return 1;
+}
+
+void p3_decomp_free(p3_t *p)
+{
+    int s;
+    split_free(&p->xc);
+    split_free(&p->yi);
+    split_free(&p->yj);
+    split_free(&p->zj);
+    split_free(&p->slab);
+    free(p->xy_scnt);
+    fftw_free(p->xbuf);
+    fftw_free(p->xsbuf);
+    fftw_free(p->xrbuf);
+    fftw_free(p->ybuf);
+    fftw_free(p->ztmp);
+    for (s = 0; s < P3_SLOTS; s++) {
+        fftw_free(p->ya[s]);
+        fftw_free(p->zb[s]);
+    }
+    if (p->row != MPI_COMM_NULL)
+        MPI_Comm_free(&p->row);
+    if (p->col != MPI_COMM_NULL)
+        MPI_Comm_free(&p->col);
+    if (p->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&p->comm);
+}

@@ -1,0 +1,185 @@
+/*
+ * FFTW stages. A stage is cut into chunks along its outer repetition so that,
+ * in mpi_nb mode, the Y-Z transpose in flight is tested between chunks (the
+ * progress pattern of a real application). Plans are made on first use on
+ * scratch arrays (FFTW_MEASURE overwrites its arrays) and cached by their
+ * geometry. User arrays may lack FFTW's SIMD alignment: each geometry has an
+ * aligned plan (made at set-up) and, where an array needs it, an
+ * FFTW_UNALIGNED one (made on first use; it runs markedly slower).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3_internal.h"
+
+/* Chunks per stage: enough tests for MPI to move a transpose along, few
+ * enough that the per-chunk plan overhead stays negligible. */
+#define P3_CHUNKS 8
+
+typedef struct {
+    p3_kind_t kind;
+    int rank;            /* 1: transform along dim; 0: copy (skipped) */
+    int unaligned;
+    int hrank;
+    fftw_iodim dim;
+    fftw_iodim how[3];
+} plan_key_t;
+
+struct p3_plan_entry {
+    plan_key_t key;
+    fftw_plan plan;
+    p3_plan_entry_t *next;
+};
+
+static size_t in_elem(p3_kind_t k)
+{
+    return k == P3_R2C ? sizeof(double) : sizeof(fftw_complex);
+}
+
+static size_t out_elem(p3_kind_t k)
+{
+    return k == P3_C2R ? sizeof(double) : sizeof(fftw_complex);
+}
+
+/* Elements one side of the key's geometry spans (the complex side of r2c and
+ * c2r holds n/2+1 values along dim). */
+static size_t extent(const plan_key_t *k, int out)
+{
+    int n = k->dim.n, i;
+    size_t e = 1;
+    if ((k->kind == P3_R2C && out) || (k->kind == P3_C2R && !out))
+        n = n / 2 + 1;
+    if (k->rank)
+        e += (size_t)(n - 1) * (size_t)(out ? k->dim.os : k->dim.is);
+    for (i = 0; i < k->hrank; i++)
+        e += (size_t)(k->how[i].n - 1) * (size_t)(out ? k->how[i].os : k->how[i].is);
+    return e;
+}
+
+static fftw_plan make_plan(const plan_key_t *k, unsigned flags)
+{
+    void *in, *out;
+    fftw_plan plan = NULL;
+
+    in = fftw_malloc(extent(k, 0) * in_elem(k->kind));
+    out = fftw_malloc(extent(k, 1) * out_elem(k->kind));
+    if (in == NULL || out == NULL)
+        goto done;
+    /* Only c2r, whose input is a work buffer, may destroy it: the other
+     * stages read user arrays. */
+    flags |= (k->kind == P3_C2R ? FFTW_DESTROY_INPUT : FFTW_PRESERVE_INPUT) |
+             (k->unaligned ? FFTW_UNALIGNED : 0);
+    switch (k->kind) {
+    case P3_C2C_FWD:
+    case P3_C2C_BWD:
+        plan = fftw_plan_guru_dft(k->rank, &k->dim, k->hrank, k->how, in, out,
+                                  k->kind == P3_C2C_FWD ? FFTW_FORWARD : FFTW_BACKWARD, flags);
+        break;
+    case P3_R2C:
+        plan = fftw_plan_guru_dft_r2c(1, &k->dim, k->hrank, k->how, in, out, flags);
+        break;
+    case P3_C2R:
+        plan = fftw_plan_guru_dft_c2r(1, &k->dim, k->hrank, k->how, in, out, flags);
+        break;
+    }
+done:
+    fftw_free(in);
+    fftw_free(out);
+    return plan;
+}
+
+static fftw_plan get_plan(p3_t *p, const plan_key_t *k)
+{
+    p3_plan_entry_t *e;
+    for (e = p->plans; e != NULL; e = e->next)
+        if (memcmp(&e->key, k, sizeof(*k)) == 0)
+            return e->plan;
+    e = malloc(sizeof(*e));
+    if (e == NULL)
+        return NULL;
+    e->key = *k;
+    e->plan = make_plan(k, p->fftw_flags);
+    if (e->plan == NULL) {
+        free(e);
+        return NULL;
+    }
+    e->next = p->plans;
+    p->plans = e;
+    return e->plan;
+}
+
+void p3_plans_free(p3_t *p)
+{
+    while (p->plans != NULL) {
+        p3_plan_entry_t *e = p->plans;
+        p->plans = e->next;
+        fftw_destroy_plan(e->plan);
+        free(e);
+    }
+}
+
+static void execute(fftw_plan plan, p3_kind_t kind, void *in, void *out)
+{
+    switch (kind) {
+    case P3_C2C_FWD:
+    case P3_C2C_BWD:
+        fftw_execute_dft(plan, in, out);
+        break;
+    case P3_R2C:
+        fftw_execute_dft_r2c(plan, in, out);
+        break;
+    case P3_C2R:
+        fftw_execute_dft_c2r(plan, in, out);
+        break;
+    }
+}
+
+/* Lines per chunk: about n / P3_CHUNKS, rounded up so that every chunk
+ * starts 32 bytes after the previous one's start, or a multiple of that: a
+ * chunk then has the alignment of the array, and one plan serves all. */
+static int chunk_lines(const p3_stage_t *st)
+{
+    size_t step = (size_t)st->how[0].is * in_elem(st->kind), ostep = (size_t)st->how[0].os * out_elem(st->kind);
+    int g = 1, per;
+    while (g < 4 && ((g * step) % 32 != 0 || (g * ostep) % 32 != 0))
+        g *= 2;
+    per = (st->how[0].n + P3_CHUNKS - 1) / P3_CHUNKS;
+    return (per + g - 1) / g * g;
+}
+
+int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out)
+{
+    int per = chunk_lines(st), first;
+    plan_key_t k;
+
+    memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
+    k.kind = st->kind;
+    k.rank = !st->skip;
+    k.dim = st->dim;
+    k.how[0] = st->how[0];
+    k.how[1] = st->how[1];
+    k.hrank = 2;
+    if (st->skip) {
+        /* a copy: FFTW's rank-0 transform over the line as one more repetition */
+        k.how[2] = st->dim;
+        k.hrank = 3;
+        memset(&k.dim, 0, sizeof(k.dim));
+    }
+    for (first = 0; first < st->how[0].n; first += per) {
+        char *ci = (char *)in + (size_t)first * (size_t)st->how[0].is * in_elem(st->kind);
+        char *co = (char *)out + (size_t)first * (size_t)st->how[0].os * out_elem(st->kind);
+        fftw_plan plan;
+
+        k.how[0].n = first + per <= st->how[0].n ? per : st->how[0].n - first;
+        /* the fast plan needs FFTW's SIMD alignment; a user array without it
+         * (or a variable of _many at an odd offset) gets an unaligned one */
+        k.unaligned = fftw_alignment_of((double *)ci) != 0 || fftw_alignment_of((double *)co) != 0;
+        plan = get_plan(p, &k);
+        if (plan == NULL)
+            return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points",
+                           st->dim.n);
+        execute(plan, st->kind, ci, co);
+        p3_yz_progress(p);
+    }
+    return P3DFFT_OK;
+}

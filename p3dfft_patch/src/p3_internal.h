@@ -1,0 +1,123 @@
+/*
+ * Internal state of the P3DFFT-compatible library, shared by its parts:
+ * p3_api.c (entry points, argument checks, errors, timers), p3_decomp.c
+ * (processor grid, block splits, buffers), p3_fft.c (chunked FFTW stages with
+ * a plan cache), p3_yz.c (the Y-Z transpose in its three modes) and
+ * p3_pipeline.c (the forward and backward transforms).
+ */
+#ifndef P3_INTERNAL_H
+#define P3_INTERNAL_H
+
+#include <complex.h>
+#include <mpi.h>
+#include <stddef.h>
+#include <fftw3.h>
+
+#include "offcoll.h"
+#include "p3dfft.h"
+
+typedef enum { P3_BLOCKING = 0, P3_MPI_NB, P3_OFFLOAD, P3_NMODES } p3_mode_t;
+enum { P3_FWD = 0, P3_BWD = 1 };
+/* Buffers of the Y-Z stage per in-flight unit: unit u uses slot u % 2, so
+ * unit u can be in flight while unit u-1 is consumed. */
+#define P3_SLOTS 2
+#define P3_MAX_SLABS 64
+
+/* The block split of n points over p parts: the first n % p parts get one
+ * more (as upstream's MPI_Alltoallv path). */
+typedef struct {
+    int *n, *s; /* sizes and 0-based starts, p of each */
+} p3_split_t;
+
+/* One FFTW stage: a 1D transform (or, skipped, a copy) along dim, repeated
+ * over how[0] x how[1] lines; executed in chunks of how[0], with the Y-Z
+ * transport progressed between chunks. Strides in elements of each side. */
+typedef enum { P3_C2C_FWD = 0, P3_C2C_BWD, P3_R2C, P3_C2R } p3_kind_t;
+typedef struct {
+    p3_kind_t kind;
+    int skip;           /* 1: copy instead of transform (op letter 'n') */
+    fftw_iodim dim;     /* the transform: length and strides */
+    fftw_iodim how[2];  /* the repetitions; how[0] is cut into chunks */
+} p3_stage_t;
+
+typedef struct p3_plan_entry p3_plan_entry_t;
+
+/* The Y-Z transport's per-slot state. */
+typedef struct {
+    MPI_Request mreq;                  /* mpi_nb */
+    int *scnt, *sdsp, *rcnt, *rdsp;    /* mpi_nb: must live until completion */
+    int active;
+    int dir, slab;
+} p3_slot_t;
+
+typedef struct {
+    int nx, ny, nz, nxh;
+    int iproc, jproc, ipid, jpid;
+    MPI_Comm comm, row, col;
+
+    p3_split_t xc;  /* nxh complex X over iproc */
+    p3_split_t yi;  /* ny over iproc (X-pencil Y) */
+    p3_split_t yj;  /* ny over jproc (Z-pencil Y) */
+    p3_split_t zj;  /* nz over jproc */
+    int iisize, jisize, jjsize, kjsize; /* this rank's extents */
+    int zmax[3];    /* largest Z-pencil extents over ranks (get_dims conf 3) */
+
+    int nslab;      /* X-slabs of the Y-Z stage */
+    p3_split_t slab;/* iisize over nslab */
+
+    /* X-Y transpose (ROW, blocking MPI), in complex elements */
+    int *xy_scnt, *xy_sdsp, *xy_rcnt, *xy_rdsp;
+    fftw_complex *xbuf;  /* (nxh, jisize, kjsize): FFT-x output, c2r input */
+    fftw_complex *xsbuf; /* X-Y blocks of the FFT-x side: fwd send / bwd receive */
+    fftw_complex *xrbuf; /* X-Y blocks of the Y side: fwd receive / bwd send */
+    fftw_complex *ybuf;  /* Y-pencil, slab after slab, each (xs, ny, kjsize) */
+    fftw_complex *ya[P3_SLOTS]; /* per slot, slab after slab (xs, kjsize, ny) */
+    fftw_complex *zb[P3_SLOTS]; /* per slot, slab after slab, blocks (xs, kj_r, jjsize) */
+    fftw_complex *ztmp;  /* one slab (xs, jjsize, nz) */
+
+    p3_mode_t mode;
+    unsigned fftw_flags;
+    p3_slot_t slot[P3_SLOTS];
+    oc_context_t *oc_ctx;
+    oc_team_t *oc_team;
+    oc_request_t *oc_req[2][P3_SLOTS][P3_MAX_SLABS]; /* [dir][slot][slab] */
+
+    p3_plan_entry_t *plans;
+    double timers[P3DFFT_NTIMERS];
+} p3_t;
+
+/* p3_api.c: records the detail of a failure and returns code. */
+int p3_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* p3_decomp.c */
+int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm);
+int p3_slabs_init(p3_t *p, int nslab);
+void p3_decomp_free(p3_t *p);
+int p3_auto_slabs(const p3_t *p);
+
+/* p3_fft.c */
+int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
+void p3_plans_free(p3_t *p);
+
+/* p3_yz.c: the Y-Z transpose of slab `slab` of the unit in `slot`. */
+int p3_yz_setup(p3_t *p);     /* collective: what p->mode needs */
+int p3_yz_teardown(p3_t *p);  /* collective */
+int p3_yz_start(p3_t *p, int dir, int slot, int slab);
+int p3_yz_wait(p3_t *p, int slot);
+void p3_yz_progress(p3_t *p); /* lets MPI move an mpi_nb transpose */
+/* Where the unit's Y-Z data lies before (send) and after (receive) the
+ * transpose, for direction dir. */
+fftw_complex *p3_yz_sbuf(const p3_t *p, int dir, int slot, int slab);
+fftw_complex *p3_yz_rbuf(const p3_t *p, int dir, int slot, int slab);
+
+/* p3_pipeline.c */
+int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
+               size_t out_stride, int nv, const int skip[3]);
+int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
+                size_t out_stride, int nv, const int skip[3]);
+/* Collective: one forward and backward transform on zeros, so that every
+ * plan is made (FFTW_MEASURE takes a while) before the application times it,
+ * as upstream plans in its set-up. Zeroes the timers. */
+int p3_warmup(p3_t *p);
+
+#endif

@@ -1,0 +1,314 @@
+/*
+ * The forward and backward transforms of nv variables, each variable's Y-Z
+ * stage cut into nslab X-slabs. A "unit" is one slab of one variable; the
+ * units' Y-Z transposes are pipelined as DESIGN.md describes for variables:
+ * forward, FFT-x and the X-Y transpose of a variable, then per unit FFT-y,
+ * start of its Y-Z transpose, wait for the previous unit and its FFT-z; the
+ * backward transform mirrors it (FFT-z, start of the Z-Y transpose, wait for
+ * the previous unit, its FFT-y, and the Y-X transpose and FFT-x once a
+ * variable's last slab is back). Unit u uses the buffers of slot u % 2.
+ *
+ * Layouts (X fastest, complex elements):
+ *   xbuf  (nxh, jisize, kjsize)       FFT-x output / c2r input
+ *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs (x_copy, y_copy)
+ *   ybuf  per slab (xs, ny, kjsize)   Y-pencil
+ *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
+ *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
+ *   ztmp  (xs, jjsize, nz)            one slab of the Z-pencil
+ * The Y-Z layouts let FFT-y write and read the transpose's blocks directly;
+ * yz_copy turns the Z side's blocks into a Z-pencil slab and back (with one
+ * rank in COL, FFT-z reads and writes the single block in place). The X-Y
+ * copies move contiguous X runs and vanish with one rank in ROW.
+ */
+#include <string.h>
+
+#include "p3_internal.h"
+
+static double now(void)
+{
+    return MPI_Wtime();
+}
+
+static fftw_iodim iod(int n, int is, int os)
+{
+    fftw_iodim d = {n, is, os};
+    return d;
+}
+
+/* The X-Y transpose's blocks are X-fastest runs: block i of the FFT-x side
+ * (xsbuf) is (xn_i, jisize, kjsize), block i of the Y side (xrbuf) is
+ * (iisize, yn_i, kjsize). With one rank in ROW, both are xbuf itself. */
+
+/* xbuf (nxh, jisize, kjsize) <-> the FFT-x side's blocks. */
+static void x_copy(p3_t *p, int to_blocks)
+{
+    int k, j, i;
+    for (k = 0; k < p->kjsize; k++)
+        for (j = 0; j < p->jisize; j++) {
+            size_t line = (size_t)j + (size_t)p->jisize * k;
+            for (i = 0; i < p->iproc; i++) {
+                fftw_complex *x = p->xbuf + p->xc.s[i] + (size_t)p->nxh * line;
+                fftw_complex *b = p->xsbuf + p->xy_sdsp[i] + (size_t)p->xc.n[i] * line;
+                size_t bytes = sizeof(fftw_complex) * (size_t)p->xc.n[i];
+                memcpy(to_blocks ? b : x, to_blocks ? x : b, bytes);
+            }
+        }
+}
+
+/* The Y-pencil: slab after slab (xs, ny, kjsize); xbuf itself when there is
+ * one row rank and one slab. */
+static fftw_complex *ypencil(const p3_t *p)
+{
+    return p->iproc == 1 && p->nslab == 1 ? p->xbuf : p->ybuf;
+}
+
+/* The Y side's blocks (xrbuf, or xbuf with one row rank) <-> the Y-pencil. */
+static void y_copy(p3_t *p, int to_pencil)
+{
+    fftw_complex *blocks = p->iproc > 1 ? p->xrbuf : p->xbuf;
+    int s, k, i, j;
+    if (ypencil(p) == blocks)
+        return;
+    for (s = 0; s < p->nslab; s++) {
+        int x0 = p->slab.s[s], xs = p->slab.n[s];
+        fftw_complex *slab = p->ybuf + (size_t)x0 * p->ny * p->kjsize;
+        size_t bytes = sizeof(fftw_complex) * (size_t)xs;
+        for (k = 0; k < p->kjsize; k++)
+            for (i = 0; i < p->iproc; i++)
+                for (j = 0; j < p->yi.n[i]; j++) {
+                    fftw_complex *b = blocks + p->xy_rdsp[i] + x0 +
+                                      (size_t)p->iisize * (j + (size_t)p->yi.n[i] * k);
+                    fftw_complex *y = slab + (size_t)xs * (p->yi.s[i] + j + (size_t)p->ny * k);
+                    memcpy(to_pencil ? y : b, to_pencil ? b : y, bytes);
+                }
+    }
+}
+
+/* Between the Z-side blocks of a slab and ztmp: block r is (xs, zn_r, jjsize).
+ * to_pencil: blocks -> ztmp (forward), else ztmp -> blocks. */
+static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int to_pencil)
+{
+    int r, y, z, x;
+    for (r = 0; r < p->jproc; r++) {
+        int zn = p->zj.n[r], zs = p->zj.s[r];
+        fftw_complex *blk = blocks + (size_t)xs * p->jjsize * zs;
+        for (y = 0; y < p->jjsize; y++)
+            for (z = 0; z < zn; z++) {
+                fftw_complex *b = blk + (size_t)xs * (z + (size_t)zn * y);
+                fftw_complex *t = p->ztmp + (size_t)xs * (y + (size_t)p->jjsize * (zs + z));
+                if (to_pencil)
+                    for (x = 0; x < xs; x++)
+                        t[x] = b[x];
+                else
+                    for (x = 0; x < xs; x++)
+                        b[x] = t[x];
+            }
+        p3_yz_progress(p);
+    }
+}
+
+/* A slab of the Z-pencil as FFT-z sees it: ztmp (xs, jjsize, nz), or, with
+ * one rank in COL, the Z side's single block (xs, nz, jjsize) in place. */
+typedef struct {
+    fftw_complex *base;
+    int zstride, ystride;
+} zview_t;
+
+static zview_t zview(const p3_t *p, fftw_complex *block, int xs)
+{
+    zview_t v = {p->ztmp, xs * p->jjsize, xs};
+    if (p->jproc == 1)
+        v = (zview_t){block, xs, xs * p->nz};
+    return v;
+}
+
+/* ---- forward ----------------------------------------------------------------- */
+
+static int fwd_x(p3_t *p, const double *in)
+{
+    int L = p->jisize * p->kjsize, rc;
+    double t = now();
+
+    rc = p3_stage_run(p, &(p3_stage_t){P3_R2C, 0, iod(p->nx, 1, 1),
+                                        {iod(L, p->nx, p->nxh), iod(1, 0, 0)}},
+                      (void *)in, p->xbuf);
+    p->timers[4] += now() - t;
+    if (rc)
+        return rc;
+    t = now();
+    if (p->iproc > 1) {
+        double tc;
+        x_copy(p, 1);
+        tc = now();
+        if (MPI_Alltoallv(p->xsbuf, p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->xrbuf,
+                          p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
+            return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (X-Y transpose) failed");
+        p->timers[0] += now() - tc;
+        t += now() - tc;
+    }
+    y_copy(p, 1);
+    p->timers[5] += now() - t;
+    return P3DFFT_OK;
+}
+
+static int fwd_y_start(p3_t *p, int slot, int s, int skip)
+{
+    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc;
+    double t = now();
+    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
+                                        {iod(kj, xs * ny, xs), iod(xs, 1, 1)}},
+                      ypencil(p) + (size_t)x0 * ny * kj, p3_yz_sbuf(p, P3_FWD, slot, s));
+    p->timers[6] += now() - t;
+    if (rc)
+        return rc;
+    t = now();
+    rc = p3_yz_start(p, P3_FWD, slot, s);
+    p->timers[1] += now() - t;
+    return rc;
+}
+
+static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, int skip)
+{
+    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
+    zview_t z;
+    double t = now();
+    if ((rc = p3_yz_wait(p, slot)))
+        return rc;
+    p->timers[1] += now() - t;
+    t = now();
+    z = zview(p, p3_yz_rbuf(p, P3_FWD, slot, s), xs);
+    if (p->jproc > 1)
+        yz_copy(p, xs, p3_yz_rbuf(p, P3_FWD, slot, s), 1);
+    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(p->nz, z.zstride, p->iisize * jj),
+                                        {iod(jj, z.ystride, p->iisize), iod(xs, 1, 1)}},
+                      z.base, out + x0);
+    p->timers[7] += now() - t;
+    return rc;
+}
+
+int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
+               size_t out_stride, int nv, const int skip[3])
+{
+    int j, s, u = 0, rc;
+    for (j = 0; j < nv; j++) {
+        if ((rc = fwd_x(p, in + (size_t)j * in_stride)))
+            return rc;
+        for (s = 0; s < p->nslab; s++, u++) {
+            if ((rc = fwd_y_start(p, u % P3_SLOTS, s, skip[1])))
+                return rc;
+            if (u > 0) {
+                int pu = u - 1, pj = pu / p->nslab;
+                if ((rc = fwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
+                                     out + (size_t)pj * out_stride, skip[2])))
+                    return rc;
+            }
+        }
+    }
+    return fwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
+                      out + (size_t)(nv - 1) * out_stride, skip[2]);
+}
+
+/* ---- backward ---------------------------------------------------------------- */
+
+static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, int skip)
+{
+    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
+    zview_t z = zview(p, p3_yz_sbuf(p, P3_BWD, slot, s), xs);
+    double t = now();
+    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(p->nz, p->iisize * jj, z.zstride),
+                                        {iod(jj, p->iisize, z.ystride), iod(xs, 1, 1)}},
+                      (void *)(in + x0), z.base);
+    if (rc)
+        return rc;
+    if (p->jproc > 1)
+        yz_copy(p, xs, p3_yz_sbuf(p, P3_BWD, slot, s), 0);
+    p->timers[8] += now() - t;
+    t = now();
+    rc = p3_yz_start(p, P3_BWD, slot, s);
+    p->timers[2] += now() - t;
+    return rc;
+}
+
+/* The Y-X transpose and c2r of a variable whose Y-pencil is complete. */
+static int bwd_x(p3_t *p, double *out)
+{
+    int L = p->jisize * p->kjsize, rc;
+    double t = now();
+
+    y_copy(p, 0);
+    if (p->iproc > 1) {
+        double tc = now();
+        if (MPI_Alltoallv(p->xrbuf, p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->xsbuf,
+                          p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
+            return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (Y-X transpose) failed");
+        p->timers[3] += now() - tc;
+        t += now() - tc;
+        x_copy(p, 0);
+    }
+    p->timers[10] += now() - t;
+    t = now();
+    rc = p3_stage_run(p, &(p3_stage_t){P3_C2R, 0, iod(p->nx, 1, 1),
+                                        {iod(L, p->nxh, p->nx), iod(1, 0, 0)}},
+                      p->xbuf, out);
+    p->timers[11] += now() - t;
+    return rc;
+}
+
+static int bwd_finish(p3_t *p, int slot, int s, double *out, int skip)
+{
+    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc;
+    double t = now();
+    if ((rc = p3_yz_wait(p, slot)))
+        return rc;
+    p->timers[2] += now() - t;
+    t = now();
+    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
+                                        {iod(kj, xs, xs * ny), iod(xs, 1, 1)}},
+                      p3_yz_rbuf(p, P3_BWD, slot, s), ypencil(p) + (size_t)x0 * ny * kj);
+    p->timers[9] += now() - t;
+    if (rc || s < p->nslab - 1)
+        return rc;
+    return bwd_x(p, out);
+}
+
+int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
+                size_t out_stride, int nv, const int skip[3])
+{
+    int j, s, u = 0, rc;
+    for (j = 0; j < nv; j++)
+        for (s = 0; s < p->nslab; s++, u++) {
+            if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, skip[2])))
+                return rc;
+            if (u > 0) {
+                int pu = u - 1;
+                if ((rc = bwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
+                                     out + (size_t)(pu / p->nslab) * out_stride, skip[1])))
+                    return rc;
+            }
+        }
+    return bwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
+                      out + (size_t)(nv - 1) * out_stride, skip[1]);
+}
+
+int p3_warmup(p3_t *p)
+{
+    static const int no_skip[3] = {0, 0, 0};
+    size_t nr = (size_t)p->nx * p->jisize * p->kjsize, nc = (size_t)p->iisize * p->jjsize * p->nz;
+    double *r = fftw_alloc_real(nr > 0 ? nr : 1);
+    fftw_complex *c = fftw_alloc_complex(nc > 0 ? nc : 1);
+    int rc;
+
+    if (r == NULL || c == NULL) {
+        fftw_free(r);
+        fftw_free(c);
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the planning transform");
+    }
+    memset(r, 0, sizeof(double) * nr);
+    rc = p3_forward(p, r, 0, c, 0, 1, no_skip);
+    if (rc == P3DFFT_OK)
+        rc = p3_backward(p, c, 0, r, 0, 1, no_skip);
+    fftw_free(r);
+    fftw_free(c);
+    memset(p->timers, 0, sizeof(p->timers));
+    return rc;
+}

@@ -1,0 +1,346 @@
+/*
+ * Multi-rank tests of the P3DFFT-compatible library: every rank compares its
+ * part of the distributed forward transform with a serial FFTW 3D r2c of the
+ * whole input (which every rank can build, as the input is a function of the
+ * global index), checks backward(forward(x)) = N x, the sine test's four
+ * spectral entries, and the errors bad input gets. Sizes 16^3, 17x18x19 and
+ * 32^3; every processor grid 1 x n, n x 1 (and 2 x 2 on 4 ranks); nv = 1..3;
+ * every transpose mode, also switched after set-up; the slab pipeline with 1
+ * and 3 slabs.
+ */
+#include <complex.h>
+#include <fftw3.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p3dfft.h"
+
+static int failures, rank, nproc;
+static char tag[160];
+
+#define CHECK(cond, ...)                                                              \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "[rank %d] %s:%d [%s] check failed: %s: ", rank, __FILE__, \
+                    __LINE__, tag, #cond);                                            \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fprintf(stderr, "\n");                                                    \
+            failures++;                                                               \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_P3(call) \
+    CHECK((call) == 0, "%s failed: %s", #call, Cp3dfft_last_error())
+
+/* A call that must fail with a message containing needle. */
+#define CHECK_FAILS(call, needle)                                                          \
+    do {                                                                                   \
+        int rc_ = (call);                                                                  \
+        CHECK(rc_ != 0, "%s succeeded", #call);                                            \
+        CHECK(strstr(Cp3dfft_last_error(), needle) != NULL, "%s: \"%s\" does not name %s", \
+              #call, Cp3dfft_last_error(), needle);                                        \
+    } while (0)
+
+typedef struct {
+    int n[3];          /* nx, ny, nz */
+    int rs[3], rn[3];  /* real X-pencil: 0-based start, size */
+    int cs[3], cn[3];  /* complex Z-pencil */
+} grid_t;
+
+/* Input value at a global index, different for every variable. */
+static double input(int v, long x, long y, long z)
+{
+    unsigned long h = (unsigned long)(((x * 73856093L) ^ (y * 19349663L) ^ (z * 83492791L)) +
+                                      v * 2654435761L);
+    h ^= h >> 13;
+    h *= 0x5bd1e995UL;
+    h ^= h >> 15;
+    return (double)(h % 20001) / 10000.0 - 1.0;
+}
+
+static double sine_input(const grid_t *g, long x, long y, long z)
+{
+    const double tau = 8 * atan(1.0);
+    return sin(tau * x / g->n[0]) * sin(tau * y / g->n[1]) * sin(tau * z / g->n[2]);
+}
+
+static void fill_real(const grid_t *g, double *a, double (*f)(const grid_t *, int, long, long, long),
+                      int v)
+{
+    long x, y, z, i = 0;
+    for (z = 0; z < g->rn[2]; z++)
+        for (y = 0; y < g->rn[1]; y++)
+            for (x = 0; x < g->rn[0]; x++)
+                a[i++] = f(g, v, x + g->rs[0], y + g->rs[1], z + g->rs[2]);
+}
+
+static double rand_at(const grid_t *g, int v, long x, long y, long z)
+{
+    (void)g;
+    return input(v, x, y, z);
+}
+
+static double sine_at(const grid_t *g, int v, long x, long y, long z)
+{
+    (void)v;
+    return sine_input(g, x, y, z);
+}
+
+/* Serial reference: the whole r2c spectrum, index (kz * ny + ky) * nxh + kx. */
+static fftw_complex *reference(const grid_t *g, int v)
+{
+    long nx = g->n[0], ny = g->n[1], nz = g->n[2], nxh = nx / 2 + 1, x, y, z;
+    double *r = fftw_alloc_real((size_t)(nx * ny * nz));
+    fftw_complex *c = fftw_alloc_complex((size_t)(nxh * ny * nz));
+    fftw_plan plan = fftw_plan_dft_r2c_3d((int)nz, (int)ny, (int)nx, r, c, FFTW_ESTIMATE);
+    for (z = 0; z < nz; z++)
+        for (y = 0; y < ny; y++)
+            for (x = 0; x < nx; x++)
+                r[(z * ny + y) * nx + x] = input(v, x, y, z);
+    fftw_execute(plan);
+    fftw_destroy_plan(plan);
+    fftw_free(r);
+    return c;
+}
+
+static double max_all(double v)
+{
+    double m;
+    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+static int setup(grid_t *g, int d0, int d1, const int n[3])
+{
+    int dims[2] = {d0, d1}, mem[3], s[3], e[3], d;
+    memcpy(g->n, n, sizeof(g->n));
+    if (Cp3dfft_setup(dims, n[0], n[1], n[2], MPI_Comm_c2f(MPI_COMM_WORLD), n[0], n[1], n[2], 0,
+                      mem) != 0) {
+        CHECK(0, "Cp3dfft_setup: %s", Cp3dfft_last_error());
+        return -1;
+    }
+    CHECK_P3(Cp3dfft_get_dims(s, e, g->rn, 1));
+    for (d = 0; d < 3; d++)
+        g->rs[d] = s[d] - 1;
+    CHECK_P3(Cp3dfft_get_dims(s, e, g->cn, 2));
+    for (d = 0; d < 3; d++)
+        g->cs[d] = s[d] - 1;
+    CHECK(mem[0] == g->cn[0] && mem[1] == g->cn[1] && mem[2] == g->cn[2], "memsize");
+    return 0;
+}
+
+static size_t rsize(const grid_t *g)
+{
+    return (size_t)g->rn[0] * g->rn[1] * g->rn[2];
+}
+
+static size_t csize(const grid_t *g)
+{
+    return (size_t)g->cn[0] * g->cn[1] * g->cn[2];
+}
+
+/* The local part of a variable's spectrum against the serial reference. */
+static double spectrum_error(const grid_t *g, const fftw_complex *out, const fftw_complex *ref)
+{
+    long nxh = g->n[0] / 2 + 1, ny = g->n[1], x, y, z, i = 0;
+    double err = 0, mag = 0;
+    for (z = 0; z < g->cn[2]; z++)
+        for (y = 0; y < g->cn[1]; y++)
+            for (x = 0; x < g->cn[0]; x++, i++) {
+                fftw_complex r = ref[((z + g->cs[2]) * ny + y + g->cs[1]) * nxh + x + g->cs[0]];
+                err = fmax(err, cabs(out[i] - r));
+            }
+    for (i = 0; i < nxh * ny * g->n[2]; i++)
+        mag = fmax(mag, cabs(ref[i]));
+    return max_all(err) / mag;
+}
+
+/* Forward and backward of nv variables, checked against the reference. */
+static void check_transforms(const grid_t *g, int nv, fftw_complex **refs)
+{
+    unsigned char fw[] = "fft", bw[] = "tff";
+    size_t rs = rsize(g), cs = csize(g), i;
+    double *in = malloc(sizeof(double) * rs * (size_t)nv + 1);
+    double *back = malloc(sizeof(double) * rs * (size_t)nv + 1);
+    fftw_complex *out = fftw_alloc_complex(cs * (size_t)nv + 1);
+    double N = (double)g->n[0] * g->n[1] * g->n[2];
+    int v;
+
+    for (v = 0; v < nv; v++)
+        fill_real(g, in + rs * (size_t)v, rand_at, v);
+    CHECK_P3(Cp3dfft_ftran_r2c_many(in, (int)rs, (double *)out, (int)cs, nv, fw));
+    for (v = 0; v < nv; v++) {
+        double e = spectrum_error(g, out + cs * (size_t)v, refs[v]);
+        CHECK(e < 1e-12, "variable %d: forward relative error %g", v, e);
+    }
+    CHECK_P3(Cp3dfft_btran_c2r_many((double *)out, (int)cs, back, (int)rs, nv, bw));
+    {
+        double err = 0;
+        for (i = 0; i < rs * (size_t)nv; i++)
+            err = fmax(err, fabs(back[i] - N * in[i]));
+        err = max_all(err) / N;
+        CHECK(err < 1e-12, "backward(forward(x)) - N x: relative error %g", err);
+    }
+    free(in);
+    free(back);
+    fftw_free(out);
+}
+
+/* The sine test: four entries of magnitude N/8 (+i at (1,1,1) and
+ * (1,ny-1,nz-1), -i at (1,1,nz-1) and (1,ny-1,1)); back to the input. */
+static void check_sine(const grid_t *g)
+{
+    unsigned char fw[] = "fft", bw[] = "tff";
+    size_t rs = rsize(g), cs = csize(g), i;
+    double *in = malloc(sizeof(double) * rs), *back = malloc(sizeof(double) * rs);
+    fftw_complex *out = fftw_alloc_complex(cs);
+    double N = (double)g->n[0] * g->n[1] * g->n[2], err = 0;
+    int found = 0, wrong = 0, total, x, y, z;
+
+    fill_real(g, in, sine_at, 0);
+    CHECK_P3(Cp3dfft_ftran_r2c(in, (double *)out, fw));
+    i = 0;
+    for (z = g->cs[2]; z < g->cs[2] + g->cn[2]; z++)
+        for (y = g->cs[1]; y < g->cs[1] + g->cn[1]; y++)
+            for (x = g->cs[0]; x < g->cs[0] + g->cn[0]; x++, i++) {
+                int ylo = y == 1, yhi = y == g->n[1] - 1, zlo = z == 1, zhi = z == g->n[2] - 1;
+                if (x == 1 && (ylo || yhi) && (zlo || zhi)) {
+                    double want = (ylo == zlo ? 1 : -1) * N / 8;
+                    found++;
+                    if (fabs(creal(out[i])) > 1e-9 * N || fabs(cimag(out[i]) - want) > 1e-9 * N)
+                        wrong++;
+                } else if (cabs(out[i]) > 1e-9 * N) {
+                    wrong++;
+                }
+                out[i] /= N;
+            }
+    MPI_Allreduce(&found, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(total == 4, "%d of the 4 sine entries found", total);
+    CHECK(wrong == 0, "%d spectral values wrong", wrong);
+    CHECK_P3(Cp3dfft_btran_c2r((double *)out, back, bw));
+    for (i = 0; i < rs; i++)
+        err = fmax(err, fabs(back[i] - in[i]));
+    err = max_all(err);
+    CHECK(err < 1e-14 * N * 0.25, "sine round trip: max diff %g", err);
+    free(in);
+    free(back);
+    fftw_free(out);
+}
+
+static void check_errors(void)
+{
+    int dims[2] = {1, nproc}, mem[3], s[3], e[3], n = 8;
+    int comm = MPI_Comm_c2f(MPI_COMM_WORLD);
+    double a[4], t[P3DFFT_NTIMERS];
+    unsigned char fw[] = "fft", bad[] = "fxt", cos_op[] = "ffc";
+
+    snprintf(tag, sizeof(tag), "errors");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, fw), "Cp3dfft_setup");
+    CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, fw), "Cp3dfft_setup");
+    CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 1), "Cp3dfft_setup");
+    CHECK_FAILS(Cp3dfft_clean(), "Cp3dfft_setup");
+    CHECK_FAILS(Cget_timers(NULL), "timers");
+    CHECK_FAILS(Cp3dfft_set_transpose("fast"), "fast");
+    CHECK_FAILS(Cp3dfft_set_slabs(-1), "slabs");
+
+    dims[1] = nproc + 1;
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "dims");
+    dims[1] = nproc;
+    CHECK_FAILS(Cp3dfft_setup(NULL, n, n, n, comm, n, n, n, 0, mem), "dims");
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, NULL), "memsize");
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n + 1, n, n, 0, mem), "nxc");
+    if (nproc > 1) {
+        CHECK_FAILS(Cp3dfft_setup(dims, n, n, 1, comm, n, n, 1, 0, mem), "dims[1]");
+        dims[0] = nproc, dims[1] = 1;
+        CHECK_FAILS(Cp3dfft_setup(dims, n, 1, n, comm, n, 1, n, 0, mem), "dims[0]");
+        dims[0] = 1, dims[1] = nproc;
+    }
+    setenv("P3DFFT_TRANSPOSE", "sometimes", 1);
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "P3DFFT_TRANSPOSE");
+    unsetenv("P3DFFT_TRANSPOSE");
+
+    CHECK_P3(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem));
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "already");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(NULL, a, fw), "in");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, NULL, fw), "out");
+    CHECK_FAILS(Cp3dfft_btran_c2r(NULL, a, fw), "in");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, NULL), "op");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, bad), "op[1]");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, cos_op), "not supported");
+    CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1, a + 2, 1, 2, fw), "dim_in");
+    CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1 << 20, a + 2, 1 << 20, 0, fw), "nv");
+    CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 4), "conf");
+    CHECK_FAILS(Cp3dfft_get_dims(NULL, e, s, 1), "start");
+    CHECK_P3(Cget_timers(t));
+    CHECK_P3(Cp3dfft_clean());
+}
+
+int main(int argc, char **argv)
+{
+    static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
+    static const char *const modes[] = {"blocking", "mpi_nb", "offload"};
+    int grids[3][2], ngrid = 0, si, gi, mi, nv, v, slabs, total;
+    grid_t g;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nproc);
+    setenv("P3DFFT_FFTW_FLAG", "estimate", 0); /* planning time is not under test */
+
+    check_errors();
+
+    grids[ngrid][0] = 1, grids[ngrid++][1] = nproc;
+    if (nproc > 1)
+        grids[ngrid][0] = nproc, grids[ngrid++][1] = 1;
+    if (nproc == 4)
+        grids[ngrid][0] = 2, grids[ngrid++][1] = 2;
+
+    for (si = 0; si < 3; si++) {
+        fftw_complex *refs[3];
+        for (v = 0; v < 3; v++)
+            refs[v] = reference(&(grid_t){.n = {sizes[si][0], sizes[si][1], sizes[si][2]}}, v);
+        for (gi = 0; gi < ngrid; gi++)
+            for (mi = 0; mi < 3; mi++) {
+                snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s", sizes[si][0], sizes[si][1],
+                         sizes[si][2], grids[gi][0], grids[gi][1], modes[mi]);
+                CHECK_P3(Cp3dfft_set_transpose(modes[mi]));
+                if (setup(&g, grids[gi][0], grids[gi][1], sizes[si]) != 0)
+                    continue;
+                CHECK(strcmp(Cp3dfft_get_transpose(), modes[mi]) == 0, "mode %s",
+                      Cp3dfft_get_transpose());
+                for (slabs = 1; slabs <= 3; slabs += 2) {
+                    CHECK_P3(Cp3dfft_set_slabs(slabs));
+                    for (nv = 1; nv <= 3; nv++) {
+                        snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d nv %d",
+                                 sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
+                                 grids[gi][1], modes[mi], slabs, nv);
+                        check_transforms(&g, nv, refs);
+                    }
+                }
+                if (si == 1) {
+                    /* a mode switched after set-up: what the new mode needs is made */
+                    const char *next = modes[(mi + 1) % 3];
+                    check_sine(&g);
+                    snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s then %s", sizes[si][0],
+                             sizes[si][1], sizes[si][2], grids[gi][0], grids[gi][1], modes[mi],
+                             next);
+                    CHECK_P3(Cp3dfft_set_transpose(next));
+                    CHECK(strcmp(Cp3dfft_get_transpose(), next) == 0, "mode %s",
+                          Cp3dfft_get_transpose());
+                    check_transforms(&g, 2, refs);
+                }
+                CHECK_P3(Cp3dfft_clean());
+            }
+        for (v = 0; v < 3; v++)
+            fftw_free(refs[v]);
+    }
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("test_p3dfft (%d ranks): %s (%d failed checks)\n", nproc, total ? "FAIL" : "PASS",
+               total);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
