@@ -610,6 +610,7 @@ static void oc_setup(impl_t *im, bench_t *b, int nf)
     int f, d, s;
 
     memset(&p, 0, sizeof(p));
+    memset(fields, 0, sizeof(fields));
     for (d = 0; d < 3; d++) {
         p.dims[d] = b->dims[d];
         p.periodic[d] = b->o.periodic;

@@ -295,6 +295,9 @@ oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
  * receive the neighbours' boundary layers. The plan owns a window; faces are
  * packed, put into the neighbours' windows with notification, and unpacked by
  * the progress engine, so start and wait cost the caller almost nothing.
+ *
+ * Zero the parameter and field structures before filling them ({0} or
+ * memset): a member added in a later version then takes its default.
  */
 
 typedef struct oc_halo oc_halo_t;
