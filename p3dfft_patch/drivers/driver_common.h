@@ -7,6 +7,7 @@
 #ifndef DRIVER_COMMON_H
 #define DRIVER_COMMON_H
 
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,84 @@ static inline void report(double maxdiff_local, double Nglob, double rtime, int 
     printf("Time per loop=%lg\n", t / n);
     for (i = 0; i < P3DFFT_NTIMERS; i++)
         printf("timer[%d] (avg/max/min): %lE %lE %lE\n", i + 1, avg[i] / nproc, mx[i], mn[i]);
+}
+
+/* One driver run, as upstream's drivers lay it out: the library set up for
+ * the problem on MPI_COMM_WORLD, A the real input (X-pencil), B the complex
+ * output (Z-pencil), C the real result of the round trip. */
+typedef struct {
+    problem_t pb;
+    int rank, nproc;
+    int is[3], isz[3]; /* the X-pencil: 1-based start, extents */
+    long nr, nc;       /* real and complex elements on this rank */
+    double *A, *B, *C, Nglob;
+} driver_t;
+
+/* MPI_Init, the problem, the grid, Cp3dfft_setup and the arrays; A is left
+ * for the driver to fill. */
+static inline driver_t driver_start(int *argc, char ***argv, const char *title)
+{
+    driver_t d;
+    int dims[2], mem[3], ie[3], fs[3], fe[3], fsz[3];
+
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d.nproc);
+    Cset_timers();
+    d.pb = read_problem(d.rank, title);
+    choose_dims(&d.pb, d.rank, d.nproc, dims);
+    must(Cp3dfft_setup(dims, d.pb.nx, d.pb.ny, d.pb.nz, MPI_Comm_c2f(MPI_COMM_WORLD), d.pb.nx,
+                       d.pb.ny, d.pb.nz, 0, mem), "Cp3dfft_setup");
+    must(Cp3dfft_get_dims(d.is, ie, d.isz, 1), "Cp3dfft_get_dims");
+    must(Cp3dfft_get_dims(fs, fe, fsz, 2), "Cp3dfft_get_dims");
+    d.nr = (long)d.isz[0] * d.isz[1] * d.isz[2];
+    d.nc = (long)fsz[0] * fsz[1] * fsz[2];
+    d.A = malloc(sizeof(double) * (size_t)d.nr);
+    d.C = malloc(sizeof(double) * (size_t)d.nr);
+    d.B = malloc(sizeof(double) * 2 * (size_t)d.nc);
+    if (d.A == NULL || d.B == NULL || d.C == NULL) {
+        fprintf(stderr, "%d: cannot allocate the arrays\n", d.rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    d.Nglob = (double)d.pb.nx * d.pb.ny * d.pb.nz;
+    return d;
+}
+
+/* n times: forward (timed), show (if any) the spectrum, normalise by 1/N,
+ * backward (timed); then the verdict on C against A and the report, and
+ * MPI_Finalize. */
+static inline int driver_finish(driver_t *d, void (*show)(const driver_t *d))
+{
+    unsigned char op_f[] = "fft", op_b[] = "tff";
+    double rtime = 0, cdiff = 0;
+    long i;
+    int m;
+
+    for (m = 0; m < d->pb.n; m++) {
+        if (d->rank == 0)
+            printf("Iteration %d\n", m);
+        MPI_Barrier(MPI_COMM_WORLD);
+        rtime -= MPI_Wtime();
+        must(Cp3dfft_ftran_r2c(d->A, d->B, op_f), "Cp3dfft_ftran_r2c");
+        rtime += MPI_Wtime();
+        if (show != NULL)
+            show(d);
+        for (i = 0; i < 2 * d->nc; i++)
+            d->B[i] /= d->Nglob;
+        MPI_Barrier(MPI_COMM_WORLD);
+        rtime -= MPI_Wtime();
+        must(Cp3dfft_btran_c2r(d->B, d->C, op_b), "Cp3dfft_btran_c2r");
+        rtime += MPI_Wtime();
+    }
+    for (i = 0; i < d->nr; i++)
+        cdiff = fmax(cdiff, fabs(d->C[i] - d->A[i]));
+    must(Cp3dfft_clean(), "Cp3dfft_clean");
+    report(cdiff, d->Nglob, rtime, d->pb.n, d->rank, d->nproc);
+    free(d->A);
+    free(d->B);
+    free(d->C);
+    MPI_Finalize();
+    return 0;
 }
 
 #endif
