@@ -1,7 +1,7 @@
 /*
- * offcoll_info: version, backends (and why one is unavailable), the
- * transports UCX picks between two processes' worth of endpoints on this
- * host, and every configuration value in force.
+ * offcoll_info: version, the backend in use (and why verbs is not, or which
+ * trigger variant it runs), the path the backend picks between two contexts
+ * on this host, and every configuration value in force.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -28,7 +28,7 @@ static void *peer_main(void *arg)
     if (p->status == OC_OK)
         p->status = oc_team_create(ctx, &tp, &team);
     if (p->status == OC_OK && p->member.rank == 0) {
-        printf("\nIntranode path (UCX lanes between two contexts on this host):\n");
+        printf("\nIntranode path (between two contexts on this host):\n");
         oc_team_print_paths(team, stdout);
     }
     if (p->status != OC_OK)

@@ -81,7 +81,10 @@ typedef enum {
 /** Context configuration. Fill with oc_config_init(), then adjust fields. */
 typedef struct {
     oc_progress_mode_t progress;  /**< OC_PROGRESS=thread|inline */
-    oc_backend_kind_t backend;    /**< OC_BACKEND=auto|ucx|verbs */
+    oc_backend_kind_t backend;    /**< OC_BACKEND=auto|ucx|verbs; auto: verbs where an
+                                       RDMA device opens, else UCX. The verbs backend
+                                       reads OC_VERBS_TRIGGER=auto|wait|thread itself
+                                       (offload/verbs/README.md) */
     unsigned list_max;            /**< OC_LIST_MAX: tasks per task list (>= 2) */
     unsigned ringk;               /**< OC_RINGK: peer pairs per ring-k stage (>= 1) */
     oc_alg_t alltoall_alg;        /**< OC_ALLTOALL_ALG */
@@ -129,8 +132,9 @@ typedef struct {
 
 oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
 
-/** Short description of the backend in use and why ("ucx 1.13.1; verbs: no
- *  RDMA device (ENOSYS)"). Owned by the context. */
+/** Short description of the backend in use and why ("ucx 1.13.1 (verbs: no
+ *  RDMA device (ENOSYS: ...))", or "verbs: mlx5_0 port 1 (InfiniBand, LID 7),
+ *  trigger: thread (...)"). Owned by the context. */
 const char *oc_context_backend_info(const oc_context_t *ctx);
 
 /* ---- Teams ---------------------------------------------------------------- */

@@ -52,6 +52,7 @@ struct oc_nic_list {
     size_t outstanding;                /* backend's count of unfinished tasks */
     oc_status_t status;                /* first error of the list, else OC_OK */
     oc_nic_t *nic;                     /* backend's: the instance it was posted to */
+    int fired;                         /* backend's: the list's trigger has fired */
 };
 
 /* Control messages between progress engines (small, unordered, best effort). */
@@ -63,6 +64,16 @@ typedef struct {
     /* Address that peers pass to connect(); owned by the backend. */
     oc_status_t (*address)(oc_nic_t *nic, const void **addr, size_t *len);
     oc_status_t (*connect)(oc_nic_t *nic, const void *addr, size_t len, oc_nic_ep_t **ep);
+    /* Optional second round, for backends whose endpoints are per pair (an RC
+     * queue pair needs the peer's queue-pair number): after connect(),
+     * ep_wireup() writes wireup_len bytes for the peer of ep; the runtime
+     * hands them to that peer, whose ep_complete() finishes its endpoint to
+     * this process, and then holds a barrier before any traffic. Both are
+     * called again, with the same blobs, when a later team reuses the
+     * endpoint. NULL (and 0) where connect() alone connects. */
+    size_t wireup_len;
+    oc_status_t (*ep_wireup)(oc_nic_t *nic, oc_nic_ep_t *ep, void *blob);
+    oc_status_t (*ep_complete)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *blob);
     /* Posts a list: its copies first, in order, then its transfers. Returns
      * OC_INPROGRESS if done() will be called from progress() (list->status
      * then holds the outcome); otherwise the list finished during the call,
@@ -109,9 +120,12 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **nic);
 /* "ucx 1.13.1" */
 const char *oc_nic_ucx_version(void);
 
-/* Verbs availability probe (offload/verbs/): OC_OK if a usable RDMA device
- * exists; otherwise why not, in reason. */
-oc_status_t oc_nic_verbs_probe(char *reason, size_t size);
+/* Verbs backend (offload/verbs/) on the first RDMA device with an active
+ * port. info receives what was opened ("mlx5_0 port 1 (InfiniBand, LID 7),
+ * trigger: thread (...)"), or why nothing was: OC_ERR_UNAVAILABLE when no
+ * usable device exists, another status when the set-up failed. */
+oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **nic, char *info,
+                                size_t size);
 
 /* Limits of the UCX tag layout, checked when teams are created. */
 #define OC_NIC_MAX_TEAM_ID  0xffffu

@@ -34,28 +34,38 @@ static oc_status_t check_config(const oc_config_t *c)
     return OC_OK;
 }
 
-/* Picks the backend; fills ctx->backend_info with what and why. */
+/* Picks the backend; fills ctx->backend_info with what and why. auto takes
+ * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
 static oc_status_t open_backend(oc_context_t *ctx)
 {
-    char why[200];
+    char info[200];
     oc_nic_params_t params = {ctx->cfg.verbose,
                               ctx->cfg.intranode == OC_INTRANODE_LOOPBACK};
-    oc_status_t vst = oc_nic_verbs_probe(why, sizeof(why));
-    oc_status_t st;
+    oc_status_t st = OC_ERR_UNAVAILABLE;
 
-    if (ctx->cfg.backend == OC_BACKEND_VERBS && vst != OC_OK)
-        return oc_error(OC_ERR_UNAVAILABLE, "OC_BACKEND=verbs: verbs backend unavailable: %s",
-                        why);
-    st = oc_nic_ucx_create(&params, &ctx->nic);
-    if (st != OC_OK)
-        return st;
-    if (ctx->cfg.backend == OC_BACKEND_UCX)
-        snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (OC_BACKEND=ucx)",
-                 oc_nic_ucx_version());
-    else {
-        snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (verbs: %s)",
-                 oc_nic_ucx_version(), why);
-        oc_notice(ctx->cfg.verbose, "using UCX: verbs unavailable: %s", why);
+    if (ctx->cfg.backend != OC_BACKEND_UCX) {
+        st = oc_nic_verbs_create(&params, &ctx->nic, info, sizeof(info));
+        if (st == OC_ERR_INVALID_ARG) /* a malformed OC_VERBS_* variable */
+            return oc_error(st, "%s", info);
+        if (st != OC_OK && ctx->cfg.backend == OC_BACKEND_VERBS)
+            return oc_error(st == OC_ERR_UNAVAILABLE ? st : OC_ERR_BACKEND,
+                            "OC_BACKEND=verbs: verbs backend unavailable: %s", info);
+    }
+    if (st == OC_OK) {
+        snprintf(ctx->backend_info, sizeof(ctx->backend_info), "verbs: %s", info);
+        oc_notice(ctx->cfg.verbose, "using verbs: %s", info);
+    } else {
+        st = oc_nic_ucx_create(&params, &ctx->nic);
+        if (st != OC_OK)
+            return st;
+        if (ctx->cfg.backend == OC_BACKEND_UCX)
+            snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (OC_BACKEND=ucx)",
+                     oc_nic_ucx_version());
+        else {
+            snprintf(ctx->backend_info, sizeof(ctx->backend_info), "ucx %s (verbs: %s)",
+                     oc_nic_ucx_version(), info);
+            oc_notice(ctx->cfg.verbose, "using UCX: verbs unavailable: %s", info);
+        }
     }
     ctx->nic->am_cb = oc_ctx_am_handler;
     ctx->nic->am_arg = ctx;

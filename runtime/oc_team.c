@@ -100,6 +100,89 @@ static void connect_fn(oc_pe_t *pe, void *arg)
         snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
 }
 
+typedef struct {
+    oc_team_t *team;
+    unsigned char *mine;        /* size * len: this member's blob for each peer */
+    unsigned char *all;         /* size * size * len: every member's blobs */
+    size_t len;
+    int complete;               /* 0: write the blobs; 1: complete the endpoints */
+    oc_status_t status;
+    char error[256];
+} wireup_args_t;
+
+/* Engine context: one step of the backend's per-pair wire-up. */
+static void wireup_fn(oc_pe_t *pe, void *arg)
+{
+    wireup_args_t *a = arg;
+    oc_team_t *team = a->team;
+    oc_nic_t *nic = oc_pe_nic(pe);
+    size_t n = (size_t)team->size;
+    int r;
+
+    for (r = 0; r < team->size && a->status == OC_OK; r++) {
+        if (r == team->rank || team->eps[r] == NULL)
+            continue;
+        if (!a->complete)
+            a->status = nic->ops->ep_wireup(nic, team->eps[r], a->mine + (size_t)r * a->len);
+        else
+            a->status = nic->ops->ep_complete(
+                nic, team->eps[r], a->all + ((size_t)r * n + (size_t)team->rank) * a->len);
+    }
+    if (a->status != OC_OK)
+        snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
+}
+
+/* The second round of backends whose endpoints are per pair, then a barrier
+ * that also makes every member learn whether all of them are connected:
+ * no traffic may start before the peer's end is ready. Every member takes
+ * part whatever its own status (st), so that none is left waiting. */
+static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_t st)
+{
+    const oc_nic_ops_t *ops = team->ctx->nic->ops;
+    size_t n = (size_t)p->size, len = ops->wireup_len;
+    unsigned char ok, *oks = malloc(n);
+    wireup_args_t a;
+    int r, failed = -1;
+
+    if (ops->ep_wireup == NULL) {
+        free(oks);
+        return st;
+    }
+    memset(&a, 0, sizeof(a));
+    a.team = team;
+    a.len = len;
+    a.status = st;
+    a.mine = calloc(n, len);
+    a.all = malloc(n * n * len);
+    if (oks == NULL || a.mine == NULL || a.all == NULL) {
+        free(oks);
+        free(a.mine);
+        free(a.all);
+        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: wire-up of %d members", p->size);
+    }
+    if (a.status == OC_OK)
+        oc_pe_call(team->ctx->pe, wireup_fn, &a);
+    if (p->allgather(a.mine, a.all, n * len, p->arg) != 0 && a.status == OC_OK)
+        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+    a.complete = 1;
+    if (a.status == OC_OK)
+        oc_pe_call(team->ctx->pe, wireup_fn, &a);
+    if (a.status != OC_OK && a.error[0] != '\0')
+        oc_error(a.status, "oc_team_create: %s", a.error);
+    ok = a.status == OC_OK;
+    if (p->allgather(&ok, oks, 1, p->arg) != 0 && a.status == OC_OK)
+        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+    for (r = 0; r < p->size && a.status == OC_OK; r++)
+        if (!oks[r])
+            failed = r;
+    if (failed >= 0)
+        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: member %d could not connect", failed);
+    free(oks);
+    free(a.mine);
+    free(a.all);
+    return a.status;
+}
+
 static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t *p,
                                 oc_team_t **team)
 {
@@ -168,6 +251,7 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
     st = ca.status;
     if (st != OC_OK)
         oc_error(st, "oc_team_create: %s", ca.error);
+    st = wireup(team, p, st);
 out:
     free(hello);
     free(padded);

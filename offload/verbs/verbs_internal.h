@@ -1,0 +1,260 @@
+/*
+ * Verbs backend internals, shared by its files:
+ *   nic_verbs.c     the ops table: set-up, post_list, progress, arm, windows
+ *   verbs_dev.c     device and port discovery, protection domain, CQs, channel
+ *   verbs_qp.c      RC queue pairs: connection, receive buffers, send chains
+ *   verbs_mr.c      registration cache for application buffers
+ *   verbs_proto.c   the two-sided protocol of collectives and control messages
+ *   verbs_trigger.c the loopback trigger QP and its two variants
+ *
+ * Everything runs on the one thread that owns the backend instance.
+ */
+#ifndef VERBS_INTERNAL_H
+#define VERBS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#include "oc_nic.h"
+
+#define VB_SQ_DEPTH   128   /* send WRs in flight per QP; more wait in software */
+#define VB_RQ_DEPTH   64    /* receive buffers pre-posted per QP */
+#define VB_MAX_PEERS  256   /* QPs per instance, bounded by the CQ sizes */
+#define VB_BUF_SIZE   2048  /* a bounce buffer: header and eager payload */
+#define VB_TRIG_DEPTH 512   /* trigger QP: WAITs and writes in flight */
+#define VB_MAX_MSG    (1ul << 30) /* one WR; InfiniBand guarantees 2^31 */
+
+typedef enum { VB_MSG_EAGER = 1, VB_MSG_RTS, VB_MSG_RTR, VB_MSG_CTRL } vb_msg_type_t;
+
+/* Leads every message sent with SEND. */
+typedef struct {
+    uint32_t type;     /* vb_msg_type_t */
+    uint32_t team_id;  /* EAGER, RTS: the receiver's id for the team */
+    uint32_t seq;      /* EAGER, RTS: operation number */
+    int32_t src;       /* EAGER, RTS: sender's rank in the team */
+    uint64_t len;      /* payload bytes (EAGER, CTRL), message bytes (RTS, RTR) */
+    uint64_t addr;     /* RTR: where the sender writes */
+    uint32_t scookie;  /* RTS, RTR: the sender's id of a rendezvous send */
+    uint32_t rcookie;  /* RTR: the receiver's id; the write's immediate */
+    uint32_t rkey;     /* RTR */
+    int32_t status;    /* RTR: OC_OK, or why the receiver refuses the message */
+} vb_hdr_t;
+
+#define VB_EAGER_MAX (VB_BUF_SIZE - sizeof(vb_hdr_t))
+
+typedef struct vb_nic vb_nic_t;
+typedef struct vb_mr vb_mr_t;
+
+/* ---- registration cache (verbs_mr.c) ---------------------------------------- */
+
+struct vb_mr {
+    vb_mr_t *next;
+    uintptr_t start, end;  /* registered range, page aligned */
+    struct ibv_mr *mr;
+    int access;            /* ibv_access_flags it was registered with */
+    unsigned refs;         /* WRs or receives using it */
+    int stale;             /* memory released: deregister at the last put */
+};
+
+typedef struct {
+    struct ibv_pd *pd;
+    vb_mr_t *head;         /* most recently used first */
+    unsigned count;
+} vb_mr_cache_t;
+
+/* A registration covering [addr, addr+len) (writable: by the network), held
+ * until vb_mr_put. */
+oc_status_t vb_mr_get(vb_mr_cache_t *c, const void *addr, size_t len, int writable,
+                      vb_mr_t **out);
+void vb_mr_put(vb_mr_cache_t *c, vb_mr_t *m);
+/* Memory at [addr, addr+len) goes away: drop the registrations on it. */
+void vb_mr_invalidate(vb_mr_cache_t *c, const void *addr, size_t len);
+void vb_mr_cache_fini(vb_mr_cache_t *c);
+
+/* ---- send work requests and queue pairs (verbs_qp.c) ----------------------- */
+
+typedef enum {
+    VB_OP_TASK,     /* carries a task; finishing it finishes the task */
+    VB_OP_PROTO,    /* a protocol or control message of no task */
+    VB_OP_TRIGGER,  /* the zero-byte write that ends a list */
+    VB_OP_WAIT      /* cross-channel WAIT ahead of a trigger (never completes) */
+} vb_op_kind_t;
+
+typedef struct vb_op {
+    struct vb_op *next;          /* pending queue of its QP, or the free list */
+    struct ibv_send_wr wr;
+    struct ibv_sge sge;
+    vb_op_kind_t kind;
+    unsigned sq_slots;           /* send-queue slots its completion frees */
+    oc_nic_ep_t *ep;
+    oc_nic_slot_t *slot;         /* VB_OP_TASK */
+    vb_mr_t *mr;                 /* registration held while the WR is in flight */
+    oc_nic_list_t *list;         /* VB_OP_TRIGGER */
+    char *buf;                   /* VB_BUF_SIZE registered bytes */
+    uint32_t buf_lkey;
+} vb_op_t;
+
+typedef struct {
+    oc_nic_ep_t *ep;
+    char *data;                  /* VB_BUF_SIZE bytes in ep->rbufs */
+} vb_rbuf_t;
+
+/* What a peer needs to reach this process (oc_nic address). */
+typedef struct {
+    uint64_t nonce;              /* tells processes that share a LID apart */
+    uint8_t gid[16];
+    uint16_t lid;
+    uint8_t port;
+    uint8_t ethernet;            /* RoCE: address by GID */
+} vb_addr_t;
+
+/* What the peer's QP for this pair needs (the wire-up blob). */
+typedef struct {
+    uint32_t qpn;
+    uint32_t psn;
+} vb_wireup_t;
+
+struct oc_nic_ep {
+    oc_nic_ep_t *next;           /* all QPs of the instance */
+    oc_nic_ep_t *dirty_next;     /* QPs with staged WRs to post */
+    int dirty;
+    struct ibv_qp *qp;
+    vb_addr_t peer;
+    uint32_t psn;
+    uint32_t peer_qpn;           /* 0 until wired up */
+    int sq_avail;
+    vb_op_t *pend_head, **pend_tail; /* staged, not yet posted */
+    char *rbufs;
+    struct ibv_mr *rmr;
+    vb_rbuf_t rdesc[VB_RQ_DEPTH];
+    int loopback;                /* the trigger QP */
+};
+
+oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_nic_ep_t **out);
+/* To RTR and RTS, addressed to the peer's QP. */
+oc_status_t vb_qp_connect(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_wireup_t *w);
+void vb_qp_destroy(vb_nic_t *nic, oc_nic_ep_t *ep);
+oc_status_t vb_qp_repost(vb_rbuf_t *rb);
+
+vb_op_t *vb_op_get(vb_nic_t *nic);
+void vb_op_put(vb_nic_t *nic, vb_op_t *op);
+/* Queues op on ep; vb_flush posts what was staged, one chain per QP. */
+void vb_stage(vb_nic_t *nic, oc_nic_ep_t *ep, vb_op_t *op);
+void vb_flush(vb_nic_t *nic);
+/* op ended (completion, or failure to post it) with status; op is released. */
+void vb_op_done(vb_nic_t *nic, vb_op_t *op, oc_status_t status);
+/* A send completion of op's QP freed op->sq_slots. */
+void vb_sq_release(vb_nic_t *nic, vb_op_t *op);
+void vb_ops_fini(vb_nic_t *nic);
+
+/* ---- device (verbs_dev.c) --------------------------------------------------- */
+
+typedef struct {
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_comp_channel *channel;
+    struct ibv_cq *scq, *rcq, *tcq;  /* data sends, data receives, trigger */
+    unsigned unacked[3];             /* events taken, not yet acknowledged, per CQ */
+    vb_addr_t addr;
+    enum ibv_mtu mtu;
+    char name[64];
+} vb_dev_t;
+
+/* Opens the first device with an active port; why not in reason. */
+oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size);
+void vb_dev_close(vb_dev_t *d);
+/* Takes the channel's pending events (non-blocking); acknowledges in batches. */
+unsigned vb_dev_take_events(vb_dev_t *d);
+/* Asks for an event on the next completion of each CQ. */
+oc_status_t vb_dev_arm(vb_dev_t *d);
+
+/* ---- trigger (verbs_trigger.c) ----------------------------------------------- */
+
+typedef enum { VB_TRIG_AUTO, VB_TRIG_WAIT, VB_TRIG_THREAD } vb_trig_mode_t;
+
+typedef int (*vb_post_wait_fn)(struct ibv_qp *qp, struct ibv_cq *cq, uint32_t count,
+                               uint64_t wr_id);
+
+typedef struct {
+    vb_trig_mode_t mode;             /* WAIT or THREAD once opened */
+    vb_post_wait_fn post_wait;       /* WAIT: the provider's cross-channel wait */
+    oc_nic_ep_t *ep;                 /* the loopback QP */
+    uint64_t posted, waited;         /* data WRs posted; covered by WAITs so far */
+    char why[128];                   /* how the variant was chosen */
+} vb_trigger_t;
+
+/* OC_VERBS_TRIGGER, read before any device is opened. */
+oc_status_t vb_trigger_parse(vb_trig_mode_t *mode);
+/* The loopback QP, and the variant trig.mode asks for (AUTO: WAIT if the
+ * provider has it). */
+oc_status_t vb_trigger_open(vb_nic_t *nic);
+/* A list with network tasks is being posted; WAIT: stages its trigger behind
+ * a cross-channel WAIT, which vb_flush posts after the list's data WRs. */
+oc_status_t vb_trigger_list_posted(vb_nic_t *nic, oc_nic_list_t *list);
+/* The last task of list finished. */
+void vb_trigger_list_idle(vb_nic_t *nic, oc_nic_list_t *list);
+/* The trigger write of op->list completed with status. */
+void vb_trigger_fired(vb_nic_t *nic, vb_op_t *op, oc_status_t status);
+/* Stages the trigger write of list on the trigger QP. */
+void vb_trigger_stage(vb_nic_t *nic, oc_nic_list_t *list, unsigned sq_slots);
+
+/* ---- two-sided protocol (verbs_proto.c) ------------------------------------ */
+
+typedef struct vb_recv vb_recv_t;
+typedef struct vb_unexp vb_unexp_t;
+typedef struct vb_rndv_send vb_rndv_send_t;
+typedef struct vb_am vb_am_t;
+
+typedef struct {
+    vb_recv_t *expected, **expected_tail; /* RECV tasks waiting for EAGER or RTS */
+    vb_recv_t *writing;                   /* RECV tasks that sent RTR */
+    vb_unexp_t *unexp, **unexp_tail;      /* arrivals before their RECV task */
+    vb_rndv_send_t *rts;                  /* SEND tasks waiting for RTR */
+    vb_am_t *am_head, **am_tail;          /* control messages to deliver */
+    uint32_t next_cookie;
+} vb_proto_t;
+
+void vb_proto_init(vb_proto_t *p);
+void vb_proto_fini(vb_proto_t *p);
+oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot);
+oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot);
+/* A message or a write with immediate arrived in rb. */
+void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb);
+/* A control message (NOTIFY task when slot is set) through ep. */
+oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len,
+                          oc_nic_slot_t *slot);
+/* The software-held tasks of list end with status. */
+void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status);
+/* Holds a control message for delivery after the progress call. */
+void vb_proto_am_queue(vb_nic_t *nic, const void *data, size_t len);
+unsigned vb_proto_deliver(vb_nic_t *nic);
+int vb_proto_busy(const vb_nic_t *nic);
+
+/* ---- the instance (nic_verbs.c) -------------------------------------------- */
+
+struct vb_nic {
+    oc_nic_t base;
+    int verbose;
+    vb_dev_t dev;
+    vb_mr_cache_t mrs;
+    vb_trigger_t trig;
+    vb_proto_t proto;
+    oc_nic_ep_t *eps;            /* data QPs and the trigger QP */
+    unsigned neps;
+    oc_nic_ep_t *dirty;
+    vb_op_t *free_ops;
+    struct vb_slab *slabs;
+    int flush_reported;          /* a receive flushed by a QP error was reported */
+};
+
+static inline const oc_task_t *vb_slot_task(const oc_nic_slot_t *slot)
+{
+    return &slot->list->tasks[slot - slot->list->slots];
+}
+
+/* The task of slot ended with status; the list's last one fires its trigger. */
+void vb_task_finished(vb_nic_t *nic, oc_nic_slot_t *slot, oc_status_t status);
+
+oc_status_t vb_errno(const char *what, int err);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * The two-sided protocol of collectives over RC QPs, which have no tag
+ * matching of their own.
+ *
+ * A message is keyed by (the receiver's team id, operation number, the
+ * sender's team rank), all carried in a header (vb_hdr_t) at the front of
+ * every SEND. One QP joins a pair of processes and executes in order, so the
+ * messages of one key arrive in the order they were sent, and RECV tasks of
+ * one key are matched first come, first served: several outstanding
+ * operations per team, and teams sharing processes, never meet.
+ *
+ *   eager (length <= VB_EAGER_MAX): EAGER header + payload, copied through a
+ *     registered bounce buffer at each end. The SEND task is done when the
+ *     NIC acknowledges the message.
+ *   rendezvous: the sender sends RTS (length, its cookie). When the RECV
+ *     task meets it, the receiver registers its buffer and answers RTR
+ *     (address, rkey, its own cookie); the sender RDMA-writes the data with
+ *     the receiver's cookie as immediate. The write's completion ends the
+ *     SEND task; its immediate, arriving in a receive buffer, ends the RECV.
+ *
+ * The receiver always learns the sender's length first (from EAGER or RTS),
+ * so differing lengths end the RECV task with OC_ERR_MISMATCH and nothing is
+ * written; a rendezvous SEND ends with it too (an RTR carrying the error
+ * releases it), an eager one has completed already.
+ * An EAGER or RTS with no RECV task yet is unexpected: kept (with a copy of
+ * its payload) until the task is posted. Control messages (CTRL: timeout
+ * queries, notifications) use the same QPs and are delivered to the engine
+ * after the progress call, so that handlers may send.
+ */
+#include "verbs_internal.h"
+#include "oc_error.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vb_recv {
+    vb_recv_t *next;
+    uint32_t team_id, seq;
+    int src;
+    oc_nic_slot_t *slot;
+    void *dst;
+    size_t len;
+    uint32_t cookie;   /* once RTR is sent: the write's immediate */
+    vb_mr_t *mr;
+};
+
+struct vb_unexp {
+    vb_unexp_t *next;
+    oc_nic_ep_t *ep;   /* the QP it came through, where an RTR goes back */
+    vb_hdr_t hdr;
+    char data[];
+};
+
+struct vb_rndv_send {
+    vb_rndv_send_t *next;
+    uint32_t cookie;
+    oc_nic_slot_t *slot;
+    oc_nic_ep_t *ep;
+};
+
+struct vb_am {
+    vb_am_t *next;
+    size_t len;
+    char data[];
+};
+
+void vb_proto_init(vb_proto_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->expected_tail = &p->expected;
+    p->unexp_tail = &p->unexp;
+    p->am_tail = &p->am_head;
+}
+
+static void set_send(vb_op_t *op, const vb_hdr_t *h, const void *payload, size_t len)
+{
+    memcpy(op->buf, h, sizeof(*h));
+    if (len > 0)
+        memcpy(op->buf + sizeof(*h), payload, len);
+    op->sge.addr = (uintptr_t)op->buf;
+    op->sge.length = (uint32_t)(sizeof(*h) + len);
+    op->sge.lkey = op->buf_lkey;
+    op->wr.sg_list = &op->sge;
+    op->wr.num_sge = 1;
+    op->wr.opcode = IBV_WR_SEND;
+}
+
+/* A message of no task (RTR): lost only when memory is. */
+static void send_proto(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_hdr_t *h)
+{
+    vb_op_t *op = vb_op_get(nic);
+    if (op == NULL) {
+        oc_notice(1, "verbs: out of memory: a protocol message was lost");
+        return;
+    }
+    op->kind = VB_OP_PROTO;
+    set_send(op, h, NULL, 0);
+    vb_stage(nic, ep, op);
+}
+
+static oc_status_t mismatch(const vb_recv_t *r, uint64_t sent)
+{
+    return oc_error(OC_ERR_MISMATCH,
+                    "verbs: a receive of %zu bytes from rank %d met a message of %llu bytes",
+                    r->len, r->src, (unsigned long long)sent);
+}
+
+static void finish_recv(vb_nic_t *nic, vb_recv_t *r, oc_status_t st)
+{
+    vb_mr_put(&nic->mrs, r->mr);
+    vb_task_finished(nic, r->slot, st);
+    free(r);
+}
+
+/* r meets its EAGER or RTS h (payload: EAGER's data), which came through ep. */
+static void meet(vb_nic_t *nic, vb_recv_t *r, const vb_hdr_t *h, const char *payload,
+                 oc_nic_ep_t *ep)
+{
+    vb_proto_t *p = &nic->proto;
+    vb_hdr_t rtr;
+    oc_status_t st;
+
+    if (h->len != r->len) {
+        st = mismatch(r, h->len);
+    } else if (h->type == VB_MSG_EAGER) {
+        if (r->len > 0)
+            memcpy(r->dst, payload, r->len);
+        finish_recv(nic, r, OC_OK);
+        return;
+    } else {
+        st = vb_mr_get(&nic->mrs, r->dst, r->len, 1, &r->mr);
+    }
+    if (st != OC_OK && h->type == VB_MSG_EAGER) {
+        finish_recv(nic, r, st);
+        return;
+    }
+    memset(&rtr, 0, sizeof(rtr));
+    rtr.type = VB_MSG_RTR;
+    rtr.scookie = h->scookie;
+    rtr.len = r->len;
+    rtr.status = st;
+    if (st == OC_OK) {
+        r->cookie = ++p->next_cookie;
+        rtr.rcookie = r->cookie;
+        rtr.addr = (uintptr_t)r->dst;
+        rtr.rkey = r->mr->mr->rkey;
+        r->next = p->writing;
+        p->writing = r;
+    }
+    send_proto(nic, ep, &rtr);
+    if (st != OC_OK)
+        finish_recv(nic, r, st);
+}
+
+oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
+{
+    const oc_task_t *t = vb_slot_task(slot);
+    const oc_nic_match_t *m = slot->list->match;
+    oc_nic_ep_t *ep = m->eps[t->peer];
+    vb_op_t *op = vb_op_get(nic);
+    vb_hdr_t h;
+
+    if (op == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "verbs: send buffer");
+    memset(&h, 0, sizeof(h));
+    h.team_id = m->peer_team_ids[t->peer];
+    h.seq = m->seq;
+    h.src = m->rank;
+    h.len = t->len;
+    if (t->len <= VB_EAGER_MAX) {
+        h.type = VB_MSG_EAGER;
+        op->kind = VB_OP_TASK;
+        op->slot = slot;
+        set_send(op, &h, t->src, t->len);
+    } else {
+        vb_rndv_send_t *rs = malloc(sizeof(*rs));
+        if (rs == NULL) {
+            vb_op_put(nic, op);
+            return oc_error(OC_ERR_NO_MEMORY, "verbs: rendezvous send");
+        }
+        rs->cookie = ++nic->proto.next_cookie;
+        rs->slot = slot;
+        rs->ep = ep;
+        rs->next = nic->proto.rts;
+        nic->proto.rts = rs;
+        h.type = VB_MSG_RTS;
+        h.scookie = rs->cookie;
+        op->kind = VB_OP_PROTO;
+        set_send(op, &h, NULL, 0);
+    }
+    vb_stage(nic, ep, op);
+    return OC_OK;
+}
+
+static int same_key(const vb_hdr_t *h, const vb_recv_t *r)
+{
+    return h->team_id == r->team_id && h->seq == r->seq && h->src == r->src;
+}
+
+oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
+{
+    const oc_task_t *t = vb_slot_task(slot);
+    const oc_nic_match_t *m = slot->list->match;
+    vb_proto_t *p = &nic->proto;
+    vb_unexp_t **u;
+    vb_recv_t *r = calloc(1, sizeof(*r));
+
+    if (r == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "verbs: receive");
+    r->team_id = m->team_id;
+    r->seq = m->seq;
+    r->src = t->peer;
+    r->slot = slot;
+    r->dst = t->dst;
+    r->len = t->len;
+    for (u = &p->unexp; *u != NULL; u = &(*u)->next)
+        if (same_key(&(*u)->hdr, r)) {
+            vb_unexp_t *x = *u;
+            *u = x->next;
+            if (*u == NULL)
+                p->unexp_tail = u;
+            meet(nic, r, &x->hdr, x->data, x->ep);
+            free(x);
+            return OC_OK;
+        }
+    *p->expected_tail = r;
+    p->expected_tail = &r->next;
+    return OC_OK;
+}
+
+/* EAGER or RTS: to its RECV task, or kept as unexpected. */
+static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payload,
+                            oc_nic_ep_t *ep)
+{
+    vb_proto_t *p = &nic->proto;
+    size_t plen = h->type == VB_MSG_EAGER ? (size_t)h->len : 0;
+    vb_recv_t **pr;
+    vb_unexp_t *x;
+
+    for (pr = &p->expected; *pr != NULL; pr = &(*pr)->next)
+        if (same_key(h, *pr)) {
+            vb_recv_t *r = *pr;
+            *pr = r->next;
+            if (*pr == NULL)
+                p->expected_tail = pr;
+            meet(nic, r, h, payload, ep);
+            return;
+        }
+    x = malloc(sizeof(*x) + plen);
+    if (x == NULL) {
+        oc_notice(1, "verbs: out of memory: an early message of %zu bytes was lost", plen);
+        return;
+    }
+    x->next = NULL;
+    x->ep = ep;
+    x->hdr = *h;
+    if (plen > 0)
+        memcpy(x->data, payload, plen);
+    *p->unexp_tail = x;
+    p->unexp_tail = &x->next;
+}
+
+/* RTR: the data goes out as a write with the receiver's cookie. */
+static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
+{
+    vb_rndv_send_t **ps, *rs;
+    const oc_task_t *t;
+    oc_status_t st;
+    vb_op_t *op;
+
+    for (ps = &nic->proto.rts; *ps != NULL && (*ps)->cookie != h->scookie; ps = &(*ps)->next)
+        ;
+    if ((rs = *ps) == NULL)
+        return; /* its send was cancelled */
+    *ps = rs->next;
+    t = vb_slot_task(rs->slot);
+    st = (oc_status_t)h->status;
+    op = st == OC_OK ? vb_op_get(nic) : NULL;
+    if (st == OC_OK && op == NULL)
+        st = oc_error(OC_ERR_NO_MEMORY, "verbs: rendezvous write");
+    if (st == OC_OK && (st = vb_mr_get(&nic->mrs, t->src, t->len, 0, &op->mr)) != OC_OK)
+        vb_op_put(nic, op);
+    if (st != OC_OK) {
+        vb_task_finished(nic, rs->slot, st);
+        free(rs);
+        return;
+    }
+    op->kind = VB_OP_TASK;
+    op->slot = rs->slot;
+    op->sge.addr = (uintptr_t)t->src;
+    op->sge.length = (uint32_t)t->len;
+    op->sge.lkey = op->mr->mr->lkey;
+    op->wr.sg_list = &op->sge;
+    op->wr.num_sge = 1;
+    op->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    op->wr.imm_data = htonl(h->rcookie);
+    op->wr.wr.rdma.remote_addr = h->addr;
+    op->wr.wr.rdma.rkey = h->rkey;
+    vb_stage(nic, rs->ep, op);
+    free(rs);
+}
+
+/* The rendezvous write of the RECV task with this cookie has landed. */
+static void arrived_write(vb_nic_t *nic, uint32_t cookie, uint32_t bytes)
+{
+    vb_recv_t **pr, *r;
+    for (pr = &nic->proto.writing; *pr != NULL && (*pr)->cookie != cookie; pr = &(*pr)->next)
+        ;
+    if ((r = *pr) == NULL)
+        return; /* its receive was cancelled */
+    *pr = r->next;
+    finish_recv(nic, r, bytes == r->len ? OC_OK : mismatch(r, bytes));
+}
+
+void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
+{
+    vb_hdr_t h;
+    const char *payload = rb->data + sizeof(h);
+
+    if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        arrived_write(nic, ntohl(wc->imm_data), wc->byte_len);
+        return;
+    }
+    memcpy(&h, rb->data, sizeof(h));
+    if (wc->byte_len < sizeof(h) ||
+        ((h.type == VB_MSG_EAGER || h.type == VB_MSG_CTRL) && h.len != wc->byte_len - sizeof(h))) {
+        oc_notice(nic->verbose, "verbs: dropped a malformed message of %u bytes", wc->byte_len);
+        return;
+    }
+    switch (h.type) {
+    case VB_MSG_EAGER:
+    case VB_MSG_RTS:
+        arrived_message(nic, &h, payload, rb->ep);
+        break;
+    case VB_MSG_RTR:
+        arrived_rtr(nic, &h);
+        break;
+    case VB_MSG_CTRL:
+        vb_proto_am_queue(nic, payload, (size_t)h.len);
+        break;
+    default:
+        oc_notice(nic->verbose, "verbs: dropped a message of unknown type %u", h.type);
+    }
+}
+
+oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len,
+                          oc_nic_slot_t *slot)
+{
+    vb_op_t *op;
+    vb_hdr_t h;
+
+    if (len > VB_EAGER_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "verbs: a control message of %zu bytes (at most %zu)",
+                        len, (size_t)VB_EAGER_MAX);
+    op = vb_op_get(nic);
+    if (op == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "verbs: control message");
+    memset(&h, 0, sizeof(h));
+    h.type = VB_MSG_CTRL;
+    h.len = len;
+    op->kind = slot != NULL ? VB_OP_TASK : VB_OP_PROTO;
+    op->slot = slot;
+    set_send(op, &h, data, len);
+    vb_stage(nic, ep, op);
+    return OC_OK;
+}
+
+/* ---- cancellation --------------------------------------------------------------- */
+
+void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
+{
+    vb_proto_t *p = &nic->proto;
+    vb_recv_t **pr, *r, *done = NULL;
+    vb_rndv_send_t **ps;
+
+    /* Unlink first, finish after: finishing may start the list's trigger. */
+    for (pr = &p->expected; (r = *pr) != NULL;)
+        if (r->slot->list == list) {
+            *pr = r->next;
+            r->next = done;
+            done = r;
+        } else {
+            pr = &r->next;
+        }
+    p->expected_tail = pr;
+    for (pr = &p->writing; (r = *pr) != NULL;)
+        if (r->slot->list == list) {
+            *pr = r->next;
+            r->next = done;
+            done = r;
+        } else {
+            pr = &r->next;
+        }
+    for (ps = &p->rts; *ps != NULL;) {
+        vb_rndv_send_t *rs = *ps;
+        if (rs->slot->list == list) {
+            *ps = rs->next;
+            vb_task_finished(nic, rs->slot, status);
+            free(rs);
+        } else {
+            ps = &rs->next;
+        }
+    }
+    while ((r = done) != NULL) {
+        done = r->next;
+        finish_recv(nic, r, status);
+    }
+}
+
+/* ---- control messages ----------------------------------------------------------- */
+
+void vb_proto_am_queue(vb_nic_t *nic, const void *data, size_t len)
+{
+    vb_am_t *m = malloc(sizeof(*m) + len);
+    if (m == NULL) {
+        oc_notice(1, "verbs: out of memory: a control message of %zu bytes was lost", len);
+        return;
+    }
+    m->next = NULL;
+    m->len = len;
+    memcpy(m->data, data, len);
+    *nic->proto.am_tail = m;
+    nic->proto.am_tail = &m->next;
+}
+
+unsigned vb_proto_deliver(vb_nic_t *nic)
+{
+    vb_proto_t *p = &nic->proto;
+    unsigned n = 0;
+    while (p->am_head != NULL) {
+        vb_am_t *m = p->am_head;
+        p->am_head = m->next;
+        if (p->am_head == NULL)
+            p->am_tail = &p->am_head;
+        if (nic->base.am_cb != NULL)
+            nic->base.am_cb(nic->base.am_arg, m->data, m->len);
+        free(m);
+        n++;
+    }
+    return n;
+}
+
+int vb_proto_busy(const vb_nic_t *nic)
+{
+    return nic->proto.am_head != NULL;
+}
+
+void vb_proto_fini(vb_proto_t *p)
+{
+    while (p->expected != NULL) {
+        vb_recv_t *r = p->expected;
+        p->expected = r->next;
+        free(r);
+    }
+    while (p->writing != NULL) {
+        vb_recv_t *r = p->writing;
+        p->writing = r->next;
+        free(r);
+    }
+    while (p->unexp != NULL) {
+        vb_unexp_t *x = p->unexp;
+        p->unexp = x->next;
+        free(x);
+    }
+    while (p->rts != NULL) {
+        vb_rndv_send_t *rs = p->rts;
+        p->rts = rs->next;
+        free(rs);
+    }
+    while (p->am_head != NULL) {
+        vb_am_t *m = p->am_head;
+        p->am_head = m->next;
+        free(m);
+    }
+    p->am_tail = &p->am_head;
+}
