@@ -120,6 +120,31 @@ static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t 
     return OC_OK;
 }
 
+/* No member leaves before all have connected: one that went on to finalize
+ * its context would take with it the memory its peers are still attaching
+ * (UCX's shared-memory FIFOs). The vote also makes a failure anywhere a
+ * failure everywhere. */
+static oc_status_t agree_connected(const oc_team_params_t *p, oc_status_t st)
+{
+    int32_t ok = st == OC_OK, *oks = malloc((size_t)p->size * sizeof(*oks));
+    int r;
+    if (oks == NULL)
+        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "oc_team_create: vote");
+    if (p->allgather(&ok, oks, sizeof(ok), p->arg) != 0) {
+        free(oks);
+        return st != OC_OK ? st
+                           : oc_error(OC_ERR_BACKEND,
+                                      "oc_team_create: the out-of-band allgather failed");
+    }
+    for (r = 0; r < p->size && st == OC_OK; r++)
+        if (!oks[r])
+            st = oc_error(OC_ERR_BACKEND,
+                          "oc_team_create: rank %d could not connect to its peers (its "
+                          "oc_last_error() says why)", r);
+    free(oks);
+    return st;
+}
+
 static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
 {
     oc_context_t *ctx = team->ctx;
@@ -168,6 +193,7 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
     st = ca.status;
     if (st != OC_OK)
         oc_error(st, "oc_team_create: %s", ca.error);
+    st = agree_connected(p, st);
 out:
     free(hello);
     free(padded);
