@@ -40,20 +40,24 @@ void oc_diag_send_queries(oc_pe_t *pe, void *arg)
 }
 
 /* Has this member started round `starts` of persistent operation seq (its
- * starts counted from 1), or operation seq at all (starts == 0)? */
+ * starts counted from 1), or operation seq at all (starts == 0)? A request
+ * this member has already freed (it gave up too) is answered by the
+ * operation number alone: it did take part, and was not the one missing. */
 static int has_started(oc_team_t *team, uint32_t seq, uint32_t starts)
 {
     oc_request_t *req;
-    int yes = 0;
-    if (starts == 0)
-        return (int32_t)(atomic_load(&team->started_upto) - seq) > 0;
-    pthread_mutex_lock(&team->ctx->teams_lock);
-    for (req = team->persistent; req != NULL; req = req->next_persistent)
-        if (req->seq == seq) {
-            yes = atomic_load(&req->starts) >= starts;
-            break;
-        }
-    pthread_mutex_unlock(&team->ctx->teams_lock);
+    int yes = -1;
+    if (starts != 0) {
+        pthread_mutex_lock(&team->ctx->teams_lock);
+        for (req = team->persistent; req != NULL; req = req->next_persistent)
+            if (req->seq == seq) {
+                yes = atomic_load(&req->starts) >= starts;
+                break;
+            }
+        pthread_mutex_unlock(&team->ctx->teams_lock);
+    }
+    if (yes < 0)
+        yes = (int32_t)(atomic_load(&team->started_upto) - seq) > 0;
     return yes;
 }
 

@@ -132,30 +132,25 @@ static void wireup_fn(oc_pe_t *pe, void *arg)
         snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
 }
 
-/* The second round of backends whose endpoints are per pair, then a barrier
- * that also makes every member learn whether all of them are connected:
- * no traffic may start before the peer's end is ready. Every member takes
- * part whatever its own status (st), so that none is left waiting. */
+/* The second round of backends whose endpoints are per pair (the vote that
+ * follows keeps traffic from starting before the peer's end is ready).
+ * Every member takes part whatever its own status (st), so that none is left
+ * waiting. */
 static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_t st)
 {
     const oc_nic_ops_t *ops = team->ctx->nic->ops;
     size_t n = (size_t)p->size, len = ops->wireup_len;
-    unsigned char ok, *oks = malloc(n);
     wireup_args_t a;
-    int r, failed = -1;
 
-    if (ops->ep_wireup == NULL) {
-        free(oks);
+    if (ops->ep_wireup == NULL)
         return st;
-    }
     memset(&a, 0, sizeof(a));
     a.team = team;
     a.len = len;
     a.status = st;
     a.mine = calloc(n, len);
     a.all = malloc(n * n * len);
-    if (oks == NULL || a.mine == NULL || a.all == NULL) {
-        free(oks);
+    if (a.mine == NULL || a.all == NULL) {
         free(a.mine);
         free(a.all);
         return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: wire-up of %d members", p->size);
@@ -169,15 +164,6 @@ static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_
         oc_pe_call(team->ctx->pe, wireup_fn, &a);
     if (a.status != OC_OK && a.error[0] != '\0')
         oc_error(a.status, "oc_team_create: %s", a.error);
-    ok = a.status == OC_OK;
-    if (p->allgather(&ok, oks, 1, p->arg) != 0 && a.status == OC_OK)
-        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
-    for (r = 0; r < p->size && a.status == OC_OK; r++)
-        if (!oks[r])
-            failed = r;
-    if (failed >= 0)
-        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: member %d could not connect", failed);
-    free(oks);
     free(a.mine);
     free(a.all);
     return a.status;
@@ -201,6 +187,32 @@ static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t 
     if (p->allgather == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params->allgather is NULL");
     return OC_OK;
+}
+
+/* No member leaves before all have connected: one that went on to finalize
+ * its context would take with it the memory its peers are still attaching
+ * (UCX's shared-memory FIFOs), and one that sent at once could reach a peer
+ * whose end of a per-pair QP is not ready. The vote also makes a failure
+ * anywhere a failure everywhere. */
+static oc_status_t agree_connected(const oc_team_params_t *p, oc_status_t st)
+{
+    int32_t ok = st == OC_OK, *oks = malloc((size_t)p->size * sizeof(*oks));
+    int r;
+    if (oks == NULL)
+        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "oc_team_create: vote");
+    if (p->allgather(&ok, oks, sizeof(ok), p->arg) != 0) {
+        free(oks);
+        return st != OC_OK ? st
+                           : oc_error(OC_ERR_BACKEND,
+                                      "oc_team_create: the out-of-band allgather failed");
+    }
+    for (r = 0; r < p->size && st == OC_OK; r++)
+        if (!oks[r])
+            st = oc_error(OC_ERR_BACKEND,
+                          "oc_team_create: rank %d could not connect to its peers (its "
+                          "oc_last_error() says why)", r);
+    free(oks);
+    return st;
 }
 
 static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
@@ -252,6 +264,7 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
     if (st != OC_OK)
         oc_error(st, "oc_team_create: %s", ca.error);
     st = wireup(team, p, st);
+    st = agree_connected(p, st);
 out:
     free(hello);
     free(padded);

@@ -80,8 +80,8 @@ static int offload_requests(p3_t *p)
 
 /* One offcoll context per process, kept from the first offload set-up until
  * MPI_Finalize (which deletes MPI_COMM_SELF's attributes first): creating
- * and finalizing a UCX context at every set-up costs time, and a peer's
- * shared-memory segment could go away while another rank still connects. */
+ * and finalizing a UCX context (its worker, shared-memory segments and
+ * progress thread) at every set-up costs more than a small transform. */
 static oc_context_t *shared_ctx;
 
 static int finalize_ctx(MPI_Comm comm, int key, void *value, void *extra)

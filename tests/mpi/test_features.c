@@ -2,7 +2,10 @@
  * Many operations in flight: 64 outstanding requests on one team, two teams
  * (world and a split) used at the same time, and persistent alltoall and
  * alltoallv requests restarted 1000 times with changing data, in both
- * progress modes.
+ * progress modes. Then contexts made and torn down in quick succession, each
+ * with a team over half the ranks and one operation or none: a member that leaves
+ * team creation first and finalizes must not pull the shared memory from
+ * under a peer still connecting to it.
  */
 #include <stdint.h>
 #include <string.h>
@@ -135,6 +138,42 @@ static void persistent_1000(oc_team_t *team, const char *label)
     free(sc); free(sd); free(rc); free(rd);
 }
 
+static void context_churn(void)
+{
+    MPI_Comm half;
+    int i, hrank, hsize;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+    for (i = 0; i < 20; i++) {
+        const size_t block = 64;
+        unsigned char *s = malloc(block * (size_t)hsize), *r = malloc(block * (size_t)hsize);
+        oc_context_t *ctx = NULL;
+        oc_team_t *team = NULL;
+        oc_request_t *req = NULL;
+        int up, all_up;
+        CHECK_OC(oc_init(NULL, &ctx));
+        up = ctx != NULL; /* team creation is collective: all or none */
+        MPI_Allreduce(&up, &all_up, 1, MPI_INT, MPI_LAND, half);
+        if (all_up)
+            CHECK_OC(oc_team_create_mpi(ctx, half, &team));
+        if (team != NULL && i % 2) { /* every other context: no operation at all */
+            check_fill(s, hrank, hsize, block, i);
+            CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+            CHECK_OC(oc_wait(req));
+            CHECK(verify(r, hrank, hsize, block, i) < 0, "context %d: wrong data", i);
+            CHECK_OC(oc_request_free(req));
+        }
+        if (team != NULL)
+            CHECK_OC(oc_team_free(team));
+        if (ctx != NULL)
+            CHECK_OC(oc_finalize(ctx));
+        free(s);
+        free(r);
+    }
+    MPI_Comm_free(&half);
+}
+
 int main(int argc, char **argv)
 {
     int m;
@@ -161,5 +200,6 @@ int main(int argc, char **argv)
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }
+    context_churn();
     return check_finish("test_features");
 }
