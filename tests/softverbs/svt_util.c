@@ -107,6 +107,21 @@ int svt_connect(struct ibv_qp *qp, const struct svt_addr *self, const struct svt
                              IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+struct ibv_qp *svt_loopback_qp(struct svt_node *n, uint32_t max_send_wr, bool sig_all)
+{
+    struct ibv_qp *qp = svt_create_qp(n, NULL, NULL, max_send_wr, sig_all);
+    struct svt_addr me;
+    if (qp == NULL) {
+        return NULL;
+    }
+    me = svt_addr_of(n, qp);
+    if (svt_connect(qp, &me, &me, &svt_default_opts) != 0) {
+        ibv_destroy_qp(qp);
+        return NULL;
+    }
+    return qp;
+}
+
 int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, unsigned flags, const struct ibv_mr *mr,
              void *buf, uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm)
 {

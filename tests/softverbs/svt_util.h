@@ -48,6 +48,9 @@ struct svt_addr svt_addr_of(const struct svt_node *n, const struct ibv_qp *qp);
 int svt_connect(struct ibv_qp *qp, const struct svt_addr *self, const struct svt_addr *to,
                 const struct svt_conn_opts *o);
 
+/* A QP of n connected to itself (the loopback the tests use most), or NULL. */
+struct ibv_qp *svt_loopback_qp(struct svt_node *n, uint32_t max_send_wr, bool sig_all);
+
 /* Post one WR with one SGE (len 0: no SGE). */
 int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, unsigned flags, const struct ibv_mr *mr,
              void *buf, uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm);

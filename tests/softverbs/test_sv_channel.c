@@ -47,9 +47,8 @@ static void wakes_sleeping_thread(void **state)
     (void)state;
     struct svt_node n;
     assert_int_equal(svt_open(&n, true, 16), 0);
-    struct ibv_qp *qp = svt_create_qp(&n, NULL, NULL, 8, false);
-    struct svt_addr me = svt_addr_of(&n, qp);
-    assert_int_equal(svt_connect(qp, &me, &me, &svt_default_opts), 0);
+    struct ibv_qp *qp = svt_loopback_qp(&n, 8, false);
+    assert_non_null(qp);
 
     struct sleeper s = {.channel = n.channel};
     pthread_t t;
@@ -80,9 +79,8 @@ static void no_spurious_events(void **state)
     (void)state;
     struct svt_node n;
     assert_int_equal(svt_open(&n, true, 16), 0);
-    struct ibv_qp *qp = svt_create_qp(&n, NULL, NULL, 8, false);
-    struct svt_addr me = svt_addr_of(&n, qp);
-    assert_int_equal(svt_connect(qp, &me, &me, &svt_default_opts), 0);
+    struct ibv_qp *qp = svt_loopback_qp(&n, 8, false);
+    assert_non_null(qp);
     struct ibv_wc wc[1];
 
     assert_int_equal(svt_post(qp, IBV_WR_RDMA_WRITE, 1, IBV_SEND_SIGNALED, NULL, NULL, 0, 0, 0, 0), 0);
@@ -128,9 +126,8 @@ static void solicited_only(void **state)
     (void)state;
     struct svt_node n;
     assert_int_equal(svt_open(&n, true, 16), 0);
-    struct ibv_qp *qp = svt_create_qp(&n, NULL, NULL, 8, true);
-    struct svt_addr me = svt_addr_of(&n, qp);
-    assert_int_equal(svt_connect(qp, &me, &me, &svt_default_opts), 0);
+    struct ibv_qp *qp = svt_loopback_qp(&n, 8, true);
+    assert_non_null(qp);
     struct ibv_wc wc[2];
     assert_int_equal(ibv_req_notify_cq(n.cq, 1), 0);
     assert_int_equal(svt_post_recv(qp, 10, NULL, NULL, 0), 0);
@@ -214,9 +211,8 @@ static void cq_overrun_is_async_error(void **state)
     (void)state;
     struct svt_node n;
     assert_int_equal(svt_open(&n, false, 2), 0);
-    struct ibv_qp *qp = svt_create_qp(&n, NULL, NULL, 8, true);
-    struct svt_addr me = svt_addr_of(&n, qp);
-    assert_int_equal(svt_connect(qp, &me, &me, &svt_default_opts), 0);
+    struct ibv_qp *qp = svt_loopback_qp(&n, 8, true);
+    assert_non_null(qp);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(svt_post(qp, IBV_WR_RDMA_WRITE, (uint64_t)i, 0, NULL, NULL, 0, 0, 0, 0), 0);
     }
