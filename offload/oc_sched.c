@@ -74,7 +74,7 @@ void *oc_sched_scratch(oc_sched_t *s, size_t size)
     return s->scratch;
 }
 
-void oc_task_do_copy(const oc_task_t *t)
+static void do_copy(const oc_task_t *t)
 {
     const char *src = t->src;
     char *dst = t->dst;
@@ -85,4 +85,12 @@ void oc_task_do_copy(const oc_task_t *t)
         for (i = 0; i < t->count; i++)
             memcpy(dst + (ptrdiff_t)j * t->dst_stride2 + (ptrdiff_t)i * t->dst_stride,
                    src + (ptrdiff_t)j * t->src_stride2 + (ptrdiff_t)i * t->src_stride, t->len);
+}
+
+void oc_task_do_copies(const oc_task_t *tasks, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (tasks[i].type == OC_TASK_COPY)
+            do_copy(&tasks[i]);
 }

@@ -134,8 +134,9 @@ static inline oc_task_t oc_task_wait(void *counter, size_t count)
     return t;
 }
 
-/* Executes a copy task on the calling CPU. */
-void oc_task_do_copy(const oc_task_t *t);
+/* Executes the copy tasks among tasks[0..n) on the calling CPU, in order
+ * (every backend does a list's copies when it is posted). */
+void oc_task_do_copies(const oc_task_t *tasks, size_t n);
 
 /* Payload bytes of a task (len * count * count2 for copies). */
 static inline size_t oc_task_bytes(const oc_task_t *t)

@@ -307,9 +307,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     oc_status_t st = OC_OK;
     size_t i;
 
-    for (i = 0; i < list->ntasks; i++)
-        if (list->tasks[i].type == OC_TASK_COPY)
-            oc_task_do_copy(&list->tasks[i]);
+    oc_task_do_copies(list->tasks, list->ntasks);
 
     /* One extra count, dropped after the loop, keeps done() from firing while
      * the list is still being posted. */

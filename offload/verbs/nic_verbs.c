@@ -216,9 +216,7 @@ static oc_status_t vb_post_list(oc_nic_t *base, oc_nic_list_t *list)
     oc_status_t st = OC_OK;
     size_t i;
 
-    for (i = 0; i < list->ntasks; i++)
-        if (list->tasks[i].type == OC_TASK_COPY)
-            oc_task_do_copy(&list->tasks[i]);
+    oc_task_do_copies(list->tasks, list->ntasks);
     list->nic = base;
     list->status = OC_OK;
     list->fired = 0;

@@ -170,7 +170,7 @@ static int post_list(net_t *m, int r)
                 if (note_write(m, r, (uintptr_t)t[i].dst + (uintptr_t)off, t[i].len) != 0)
                     return -1;
             }
-            oc_task_do_copy(&t[i]);
+            oc_task_do_copies(&t[i], 1);
         }
     for (i = 0; i < l->ntasks; i++)
         if (t[i].type != OC_TASK_COPY && post(m, r, &t[i]) != 0)
