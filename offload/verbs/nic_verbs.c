@@ -81,10 +81,12 @@ static void send_completed(vb_nic_t *nic, const struct ibv_wc *wc)
     if (op == NULL)
         return; /* a flushed WAIT */
     vb_sq_release(nic, op);
-    if (wc->status != IBV_WC_SUCCESS)
+    if (wc->status != IBV_WC_SUCCESS) {
+        vb_qp_failed(nic, op->ep);
         st = oc_error(OC_ERR_BACKEND, "verbs: %s on QP 0x%x to QP 0x%x failed: %s",
                       opcode_name(op->wr.opcode), wc->qp_num, op->ep->peer_qpn,
                       ibv_wc_status_str(wc->status));
+    }
     vb_op_done(nic, op, st);
 }
 
@@ -97,10 +99,11 @@ static void recv_completed(vb_nic_t *nic, const struct ibv_wc *wc)
             oc_notice(1, "verbs: receive on QP 0x%x failed: %s; the peer is unreachable",
                       wc->qp_num, ibv_wc_status_str(wc->status));
         nic->flush_reported |= wc->status == IBV_WC_WR_FLUSH_ERR;
+        vb_qp_failed(nic, rb->ep);
         return;
     }
     vb_proto_arrival(nic, wc, rb);
-    if (vb_qp_repost(rb) != OC_OK)
+    if (vb_qp_repost(nic, rb) != OC_OK)
         oc_notice(1, "%s", oc_last_error());
 }
 

@@ -23,12 +23,21 @@
 #define VB_BUF_SIZE   2048  /* a bounce buffer: header and eager payload */
 #define VB_TRIG_DEPTH 512   /* trigger QP: WAITs and writes in flight */
 #define VB_MAX_MSG    (1ul << 30) /* one WR; InfiniBand guarantees 2^31 */
+/* Credits (verbs_qp.c): the last one is kept for a CREDIT message, which
+ * goes out once this many re-posted receives found no message to report
+ * them. */
+#define VB_CREDIT_RESERVE 1
+#define VB_CREDIT_REPORT  (VB_RQ_DEPTH / 2)
 
-typedef enum { VB_MSG_EAGER = 1, VB_MSG_RTS, VB_MSG_RTR, VB_MSG_CTRL } vb_msg_type_t;
+typedef enum {
+    VB_MSG_EAGER = 1, VB_MSG_RTS, VB_MSG_RTR, VB_MSG_CTRL,
+    VB_MSG_CREDIT    /* nothing but the credits field */
+} vb_msg_type_t;
 
 /* Leads every message sent with SEND. */
 typedef struct {
     uint32_t type;     /* vb_msg_type_t */
+    uint32_t credits;  /* all: receives re-posted for the peer since the last report */
     uint32_t team_id;  /* EAGER, RTS: the receiver's id for the team */
     uint32_t seq;      /* EAGER, RTS: operation number */
     int32_t src;       /* EAGER, RTS: sender's rank in the team */
@@ -123,7 +132,11 @@ struct oc_nic_ep {
     uint32_t psn;
     uint32_t peer_qpn;           /* 0 until wired up */
     int sq_avail;
-    vb_op_t *pend_head, **pend_tail; /* staged, not yet posted */
+    vb_op_t *pend_head, **pend_tail; /* staged, not yet posted: waiting for send-queue
+                                        slots or credits */
+    int credits;                 /* receives posted at the peer for this QP, unused */
+    int unreported;              /* receives re-posted here, not yet reported to the peer */
+    int failed;                  /* a WR failed: the QP is in error and flushes all */
     char *rbufs;
     struct ibv_mr *rmr;
     vb_rbuf_t rdesc[VB_RQ_DEPTH];
@@ -134,10 +147,17 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
 /* To RTR and RTS, addressed to the peer's QP. */
 oc_status_t vb_qp_connect(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_wireup_t *w);
 void vb_qp_destroy(vb_nic_t *nic, oc_nic_ep_t *ep);
-oc_status_t vb_qp_repost(vb_rbuf_t *rb);
+/* rb's message has been handled: its buffer is posted again, a credit owed to the peer. */
+oc_status_t vb_qp_repost(vb_nic_t *nic, vb_rbuf_t *rb);
+/* The peer reports n more receives posted for ep. */
+void vb_qp_credits(vb_nic_t *nic, oc_nic_ep_t *ep, uint32_t n);
+/* A WR or receive of ep failed: ep's QP is in error. */
+void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep);
 
 vb_op_t *vb_op_get(vb_nic_t *nic);
 void vb_op_put(vb_nic_t *nic, vb_op_t *op);
+/* Makes op a SEND of h and len bytes of payload, through its bounce buffer. */
+void vb_op_set_send(vb_op_t *op, const vb_hdr_t *h, const void *payload, size_t len);
 /* Queues op on ep; vb_flush posts what was staged, one chain per QP. */
 void vb_stage(vb_nic_t *nic, oc_nic_ep_t *ep, vb_op_t *op);
 void vb_flush(vb_nic_t *nic);

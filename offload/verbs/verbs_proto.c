@@ -26,6 +26,15 @@
  * its payload) until the task is posted. Control messages (CTRL: timeout
  * queries, notifications) use the same QPs and are delivered to the engine
  * after the progress call, so that handlers may send.
+ *
+ * Flow control is by credits (verbs_qp.c has the scheme and why it cannot
+ * deadlock): every SEND above and the rendezvous write take one, so that a
+ * message never arrives to find no receive posted; a message without credit
+ * waits in its QP's queue. Every header carries the credits its sender owes
+ * back (taken here from each arrival, whatever its type), and CREDIT
+ * messages carry nothing else. A receive buffer is re-posted, and owed, as
+ * soon as its message is handled: unexpected messages are copied out, so
+ * credits never wait for the application to post a receive.
  */
 #include "verbs_internal.h"
 #include "oc_error.h"
@@ -73,19 +82,6 @@ void vb_proto_init(vb_proto_t *p)
     p->am_tail = &p->am_head;
 }
 
-static void set_send(vb_op_t *op, const vb_hdr_t *h, const void *payload, size_t len)
-{
-    memcpy(op->buf, h, sizeof(*h));
-    if (len > 0)
-        memcpy(op->buf + sizeof(*h), payload, len);
-    op->sge.addr = (uintptr_t)op->buf;
-    op->sge.length = (uint32_t)(sizeof(*h) + len);
-    op->sge.lkey = op->buf_lkey;
-    op->wr.sg_list = &op->sge;
-    op->wr.num_sge = 1;
-    op->wr.opcode = IBV_WR_SEND;
-}
-
 /* A message of no task (RTR): lost only when memory is. */
 static void send_proto(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_hdr_t *h)
 {
@@ -95,7 +91,7 @@ static void send_proto(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_hdr_t *h)
         return;
     }
     op->kind = VB_OP_PROTO;
-    set_send(op, h, NULL, 0);
+    vb_op_set_send(op, h, NULL, 0);
     vb_stage(nic, ep, op);
 }
 
@@ -172,7 +168,7 @@ oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
         h.type = VB_MSG_EAGER;
         op->kind = VB_OP_TASK;
         op->slot = slot;
-        set_send(op, &h, t->src, t->len);
+        vb_op_set_send(op, &h, t->src, t->len);
     } else {
         vb_rndv_send_t *rs = malloc(sizeof(*rs));
         if (rs == NULL) {
@@ -187,7 +183,7 @@ oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
         h.type = VB_MSG_RTS;
         h.scookie = rs->cookie;
         op->kind = VB_OP_PROTO;
-        set_send(op, &h, NULL, 0);
+        vb_op_set_send(op, &h, NULL, 0);
     }
     vb_stage(nic, ep, op);
     return OC_OK;
@@ -322,9 +318,13 @@ void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
         arrived_write(nic, ntohl(wc->imm_data), wc->byte_len);
         return;
     }
+    if (wc->byte_len < sizeof(h)) {
+        oc_notice(nic->verbose, "verbs: dropped a message of %u bytes", wc->byte_len);
+        return;
+    }
     memcpy(&h, rb->data, sizeof(h));
-    if (wc->byte_len < sizeof(h) ||
-        ((h.type == VB_MSG_EAGER || h.type == VB_MSG_CTRL) && h.len != wc->byte_len - sizeof(h))) {
+    vb_qp_credits(nic, rb->ep, h.credits);
+    if ((h.type == VB_MSG_EAGER || h.type == VB_MSG_CTRL) && h.len != wc->byte_len - sizeof(h)) {
         oc_notice(nic->verbose, "verbs: dropped a malformed message of %u bytes", wc->byte_len);
         return;
     }
@@ -339,6 +339,8 @@ void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
     case VB_MSG_CTRL:
         vb_proto_am_queue(nic, payload, (size_t)h.len);
         break;
+    case VB_MSG_CREDIT:
+        break; /* taken above */
     default:
         oc_notice(nic->verbose, "verbs: dropped a message of unknown type %u", h.type);
     }
@@ -361,7 +363,7 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
     h.len = len;
     op->kind = slot != NULL ? VB_OP_TASK : VB_OP_PROTO;
     op->slot = slot;
-    set_send(op, &h, data, len);
+    vb_op_set_send(op, &h, data, len);
     vb_stage(nic, ep, op);
     return OC_OK;
 }

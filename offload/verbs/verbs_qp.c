@@ -4,10 +4,35 @@
  *
  * Send work requests are staged per QP and posted as one chain per QP with
  * one ibv_post_send (vb_flush). Every WR is signalled, so a completion frees
- * exactly its own send-queue slots; WRs beyond VB_SQ_DEPTH wait in the QP's
- * pending queue. Flow control of receives is RC's own: receivers re-post a
- * buffer as soon as its message is handled, and a sender that finds none
- * posted is retried by the NIC (rnr_retry 7: for ever), never failed.
+ * exactly its own send-queue slots. A WR waits in the QP's pending queue, in
+ * order, while the send queue is full or while it lacks a credit.
+ *
+ * Credits. A message that consumes a receive at the peer (every SEND, and
+ * the rendezvous write with immediate) needs one: a credit is a receive
+ * buffer known to be posted at the peer for this QP. A sender starts with
+ * VB_RQ_DEPTH, the receives each side posts before wire-up. A receiver
+ * re-posts a buffer once its message is handled and counts it as owed
+ * (unreported); every header it sends carries that count back (set when the
+ * SEND is posted, not when it is staged), and when VB_CREDIT_REPORT are owed
+ * with nothing going out to carry them, it sends a CREDIT message, past any
+ * queued messages. Only a CREDIT message may take the last credit
+ * (VB_CREDIT_RESERVE). So a message never finds its receive missing, and the
+ * NIC's RNR retry (rnr_retry 7, kept as a safety net) never runs.
+ *
+ * Why two peers A and B cannot both wait for credits for ever, each with
+ * queued messages, once everything sent has arrived and been handled: A
+ * waits, so it holds at most the reserved credit, and at least
+ * VB_RQ_DEPTH - 1 of B's receives were used by A's messages, which B has
+ * handled and re-posted: B owes at least VB_CREDIT_REPORT and sends a CREDIT
+ * message unless it holds no credit at all. The same holds for A, so both
+ * hold none. A reaches zero only by sending a CREDIT message (any other
+ * leaves the reserve), which reported all A owed; A now owes
+ * VB_RQ_DEPTH - 1 again, so it has handled that many of B's messages since.
+ * In order: the last of them was B's last message, by the same reasoning a
+ * CREDIT message, which gave A at least VB_CREDIT_REPORT credits after A
+ * last sent: A holds credits. Contradiction. A QP in error (failed) drops
+ * credits: its WRs are posted and flushed, so that their tasks end with the
+ * error.
  */
 #include "verbs_internal.h"
 #include "oc_error.h"
@@ -86,6 +111,19 @@ vb_op_t *vb_op_get(vb_nic_t *nic)
     return op;
 }
 
+void vb_op_set_send(vb_op_t *op, const vb_hdr_t *h, const void *payload, size_t len)
+{
+    memcpy(op->buf, h, sizeof(*h));
+    if (len > 0)
+        memcpy(op->buf + sizeof(*h), payload, len);
+    op->sge.addr = (uintptr_t)op->buf;
+    op->sge.length = (uint32_t)(sizeof(*h) + len);
+    op->sge.lkey = op->buf_lkey;
+    op->wr.sg_list = &op->sge;
+    op->wr.num_sge = 1;
+    op->wr.opcode = IBV_WR_SEND;
+}
+
 void vb_op_put(vb_nic_t *nic, vb_op_t *op)
 {
     vb_mr_put(&nic->mrs, op->mr);
@@ -106,7 +144,59 @@ void vb_ops_fini(vb_nic_t *nic)
     nic->free_ops = NULL;
 }
 
+/* ---- credits -------------------------------------------------------------------- */
+
+static int consumes_receive(const vb_op_t *op)
+{
+    return op->wr.opcode == IBV_WR_SEND || op->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* Whether op may be posted now as far as credits go (a CREDIT message is
+ * posted by post_credit, not from the queue). */
+static int affordable(const oc_nic_ep_t *ep, const vb_op_t *op)
+{
+    return !consumes_receive(op) || ep->failed || ep->credits > VB_CREDIT_RESERVE;
+}
+
+/* op is being posted: it takes a credit and, a SEND, reports what is owed. */
+static void charge(oc_nic_ep_t *ep, vb_op_t *op)
+{
+    if (!consumes_receive(op))
+        return;
+    ep->credits--;
+    if (op->wr.opcode == IBV_WR_SEND) {
+        vb_hdr_t *h = (vb_hdr_t *)op->buf;
+        h->credits = (uint32_t)ep->unreported;
+        ep->unreported = 0;
+    }
+}
+
+/* op was not posted after all: what charge() took goes back. */
+static void uncharge(oc_nic_ep_t *ep, const vb_op_t *op)
+{
+    if (!consumes_receive(op))
+        return;
+    ep->credits++;
+    if (op->wr.opcode == IBV_WR_SEND)
+        ep->unreported += (int)((const vb_hdr_t *)op->buf)->credits;
+}
+
+static int credit_due(const oc_nic_ep_t *ep)
+{
+    return !ep->failed && ep->unreported >= VB_CREDIT_REPORT;
+}
+
 /* ---- staging and posting ------------------------------------------------------ */
+
+/* Queues ep for the next vb_flush if it has anything to post. */
+static void mark_dirty(vb_nic_t *nic, oc_nic_ep_t *ep)
+{
+    if (!ep->dirty && (ep->pend_head != NULL || credit_due(ep))) {
+        ep->dirty = 1;
+        ep->dirty_next = nic->dirty;
+        nic->dirty = ep;
+    }
+}
 
 void vb_stage(vb_nic_t *nic, oc_nic_ep_t *ep, vb_op_t *op)
 {
@@ -114,11 +204,7 @@ void vb_stage(vb_nic_t *nic, oc_nic_ep_t *ep, vb_op_t *op)
     op->next = NULL;
     *ep->pend_tail = op;
     ep->pend_tail = &op->next;
-    if (!ep->dirty) {
-        ep->dirty = 1;
-        ep->dirty_next = nic->dirty;
-        nic->dirty = ep;
-    }
+    mark_dirty(nic, ep);
 }
 
 static void pop(oc_nic_ep_t *ep, vb_op_t *upto_next)
@@ -162,9 +248,12 @@ static void post_chain(vb_nic_t *nic, oc_nic_ep_t *ep)
     struct ibv_send_wr *bad = NULL;
     int n = 1, rc;
 
-    while (last->next != NULL && last->next->kind != VB_OP_WAIT && n < ep->sq_avail) {
+    charge(ep, first);
+    while (last->next != NULL && last->next->kind != VB_OP_WAIT && n < ep->sq_avail &&
+           affordable(ep, last->next)) {
         last->wr.next = &last->next->wr;
         last = last->next;
+        charge(ep, last);
         n++;
     }
     last->wr.next = NULL;
@@ -187,22 +276,50 @@ static void post_chain(vb_nic_t *nic, oc_nic_ep_t *ep)
             if (!ep->loopback)
                 nic->trig.posted++;
         } else {
+            uncharge(ep, op);
             vb_op_done(nic, op, vb_errno("ibv_post_send", rc));
         }
         op = next;
     }
 }
 
+/* Sends what ep owes the peer, which no queued message could carry, on the
+ * reserved credit. Out of memory: tried again at the next flush of ep. */
+static void post_credit(vb_nic_t *nic, oc_nic_ep_t *ep)
+{
+    vb_op_t *op = vb_op_get(nic);
+    vb_hdr_t h;
+    if (op == NULL)
+        return;
+    memset(&h, 0, sizeof(h));
+    h.type = VB_MSG_CREDIT;
+    op->kind = VB_OP_PROTO;
+    op->ep = ep;
+    vb_op_set_send(op, &h, NULL, 0);
+    /* Ahead of the queue, whose head waits for credits this brings back. */
+    op->next = ep->pend_head;
+    ep->pend_head = op;
+    if (op->next == NULL)
+        ep->pend_tail = &op->next;
+    post_chain(nic, ep);
+}
+
 static void post_pending(vb_nic_t *nic, oc_nic_ep_t *ep)
 {
     while (ep->pend_head != NULL && ep->sq_avail > 0) {
-        if (ep->pend_head->kind != VB_OP_WAIT)
-            post_chain(nic, ep);
-        else if (ep->sq_avail >= 2) /* the trigger write behind it must fit too */
+        if (ep->pend_head->kind == VB_OP_WAIT) {
+            if (ep->sq_avail < 2) /* the trigger write behind it must fit too */
+                break;
             post_wait(nic, ep);
-        else
+        } else if (affordable(ep, ep->pend_head)) {
+            post_chain(nic, ep);
+        } else {
             break;
+        }
     }
+    /* Queued messages that went out carried the count; none could: report it. */
+    if (credit_due(ep) && ep->sq_avail > 0 && ep->credits > 0)
+        post_credit(nic, ep);
 }
 
 /* Data QPs first: a WAIT on the trigger QP counts the data WRs posted. */
@@ -226,18 +343,25 @@ void vb_flush(vb_nic_t *nic)
 
 void vb_sq_release(vb_nic_t *nic, vb_op_t *op)
 {
-    oc_nic_ep_t *ep = op->ep;
-    ep->sq_avail += (int)op->sq_slots;
-    if (ep->pend_head != NULL && !ep->dirty) {
-        ep->dirty = 1;
-        ep->dirty_next = nic->dirty;
-        nic->dirty = ep;
-    }
+    op->ep->sq_avail += (int)op->sq_slots;
+    mark_dirty(nic, op->ep);
+}
+
+void vb_qp_credits(vb_nic_t *nic, oc_nic_ep_t *ep, uint32_t n)
+{
+    ep->credits += (int)n;
+    mark_dirty(nic, ep);
+}
+
+void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep)
+{
+    ep->failed = 1;
+    mark_dirty(nic, ep);
 }
 
 /* ---- receive buffers ---------------------------------------------------------- */
 
-oc_status_t vb_qp_repost(vb_rbuf_t *rb)
+static oc_status_t post_recv(vb_rbuf_t *rb)
 {
     struct ibv_sge sge = {(uintptr_t)rb->data, VB_BUF_SIZE, rb->ep->rmr->lkey};
     struct ibv_recv_wr wr, *bad;
@@ -248,6 +372,16 @@ oc_status_t vb_qp_repost(vb_rbuf_t *rb)
     wr.num_sge = 1;
     rc = ibv_post_recv(rb->ep->qp, &wr, &bad);
     return rc == 0 ? OC_OK : vb_errno("ibv_post_recv", rc);
+}
+
+oc_status_t vb_qp_repost(vb_nic_t *nic, vb_rbuf_t *rb)
+{
+    oc_status_t st = post_recv(rb);
+    if (st == OC_OK) {
+        rb->ep->unreported++;
+        mark_dirty(nic, rb->ep);
+    }
+    return st;
 }
 
 static oc_status_t post_receives(vb_nic_t *nic, oc_nic_ep_t *ep)
@@ -264,7 +398,7 @@ static oc_status_t post_receives(vb_nic_t *nic, oc_nic_ep_t *ep)
     for (i = 0; i < VB_RQ_DEPTH && st == OC_OK; i++) {
         ep->rdesc[i].ep = ep;
         ep->rdesc[i].data = ep->rbufs + (size_t)i * VB_BUF_SIZE;
-        st = vb_qp_repost(&ep->rdesc[i]);
+        st = post_recv(&ep->rdesc[i]);
     }
     return st;
 }
@@ -301,6 +435,7 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
     ep->loopback = loopback;
     ep->pend_tail = &ep->pend_head;
     ep->sq_avail = loopback ? VB_TRIG_DEPTH : VB_SQ_DEPTH;
+    ep->credits = loopback ? 0 : VB_RQ_DEPTH; /* what post_receives() posts at the peer */
     memset(&ia, 0, sizeof(ia));
     ia.send_cq = loopback ? nic->dev.tcq : nic->dev.scq;
     ia.recv_cq = loopback ? nic->dev.tcq : nic->dev.rcq;

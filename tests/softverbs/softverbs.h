@@ -1,9 +1,10 @@
 /*
- * softverbs extension: the cross-channel WAIT that upstream rdma-core lacks.
+ * softverbs extensions: the cross-channel WAIT that upstream rdma-core
+ * lacks, and a counter that tests read.
  *
- * A real NIC offers it only through vendor routes (CORE-Direct's CQE_WAIT,
- * today mlx5 raw WQEs); softverbs offers it through these two calls so that
- * a backend's "NIC holds the trigger" variant can be tested without one.
+ * A real NIC offers the WAIT only through vendor routes (CORE-Direct's
+ * CQE_WAIT, today mlx5 raw WQEs); softverbs offers it through two calls so
+ * that a backend's "NIC holds the trigger" variant can be tested without one.
  * A program that is linked against the real libibverbs and runs with
  * softverbs preloaded finds them with dlsym(RTLD_DEFAULT, "softverbs_...").
  */
@@ -38,6 +39,19 @@ int softverbs_query_caps(struct ibv_context *context, uint64_t *caps);
  * (EINVAL: bad argument or QP not in RTS; ENOMEM: send queue full).
  */
 int softverbs_post_wait(struct ibv_qp *qp, struct ibv_cq *cq, uint32_t count, uint64_t wr_id);
+
+/* What softverbs_query_stats() reports. */
+struct softverbs_stats {
+    uint64_t rnr_naks; /* RNR NAKs received by requesters: on a NIC, each costs a retry delay */
+};
+
+/*
+ * The counters of an opened context, or, with context NULL, the sum over
+ * every context this process has opened, closed ones included (for a test
+ * whose contexts are hidden inside a library). Returns 0, EINVAL for a NULL
+ * stats, ENODEV when the context does not belong to softverbs.
+ */
+int softverbs_query_stats(struct ibv_context *context, struct softverbs_stats *stats);
 
 #ifdef __cplusplus
 }

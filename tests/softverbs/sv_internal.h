@@ -178,6 +178,7 @@ struct sv_ctx {
     int async_write_fd;
     struct sv_async *async_head, *async_tail;
     int objects; /* PDs, MRs, CQs, QPs, channels still allocated */
+    uint64_t rnr_naks; /* received by this context's requesters */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)

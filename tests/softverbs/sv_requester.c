@@ -2,12 +2,19 @@
  * The requester side of RC: each QP executes its send queue in order, one
  * WR in flight at a time, and moves on only when the responder has ACKed
  * it; a NAK or a timeout completes the WR in error and takes the QP to the
- * error state, which flushes everything behind it.
+ * error state, which flushes everything behind it. RNR NAKs are counted
+ * per context and per process for softverbs_query_stats.
  */
+#include "softverbs.h"
 #include "sv_internal.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
+
+/* RNR NAKs of every context this process opened: outlives the contexts. */
+static _Atomic uint64_t sv_process_rnr_naks;
 
 /* IB's RNR timer encoding (min_rnr_timer), in units of 10 ns. */
 static const uint32_t sv_rnr_delay_10ns[32] = {
@@ -162,9 +169,15 @@ void sv_requester_response(struct sv_ctx *ctx, const struct sv_msg *m, uint64_t 
     if (m->type == SV_MSG_ACK) {
         qp->attr.sq_psn = (qp->attr.sq_psn + 1) & SV_PSN_MASK;
         sv_qp_complete_send(qp, IBV_WC_SUCCESS, false);
-    } else if (m->nak != SV_NAK_RNR) {
+        return;
+    }
+    if (m->nak != SV_NAK_RNR) {
         fail(qp, nak_status(m->nak));
-    } else if (qp->rnr_left == 0) {
+        return;
+    }
+    ctx->rnr_naks++;
+    atomic_fetch_add(&sv_process_rnr_naks, 1);
+    if (qp->rnr_left == 0) {
         fail(qp, IBV_WC_RNR_RETRY_EXC_ERR);
     } else {
         if (qp->rnr_left != 7) { /* 7: retry for ever */
@@ -173,4 +186,23 @@ void sv_requester_response(struct sv_ctx *ctx, const struct sv_msg *m, uint64_t 
         qp->rnr_resend_at = now + sv_rnr_delay_10ns[m->min_rnr_timer & 31] * 10ull;
         qp->retry_deadline = 0;
     }
+}
+
+SV_EXPORT int softverbs_query_stats(struct ibv_context *context, struct softverbs_stats *stats)
+{
+    if (stats == NULL) {
+        return EINVAL;
+    }
+    if (context == NULL) {
+        stats->rnr_naks = atomic_load(&sv_process_rnr_naks);
+        return 0;
+    }
+    if (!sv_is_ours(context)) {
+        return ENODEV;
+    }
+    struct sv_ctx *ctx = sv_ctx_of(context);
+    pthread_mutex_lock(&ctx->lock);
+    stats->rnr_naks = ctx->rnr_naks;
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
 }

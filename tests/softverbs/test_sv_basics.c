@@ -52,6 +52,11 @@ static void device_and_ports(void **state)
     assert_int_equal(softverbs_query_caps(a, &caps), 0);
     assert_true(caps & SOFTVERBS_CAP_CQE_WAIT);
     assert_int_equal(softverbs_query_caps(a, NULL), EINVAL);
+    struct softverbs_stats stats = {.rnr_naks = 99};
+    assert_int_equal(softverbs_query_stats(a, &stats), 0);
+    assert_int_equal(stats.rnr_naks, 0); /* a new context has counted nothing */
+    assert_int_equal(softverbs_query_stats(a, NULL), EINVAL);
+    assert_int_equal(softverbs_query_stats(NULL, NULL), EINVAL);
     assert_int_equal(ibv_close_device(a), 0);
     assert_int_equal(ibv_close_device(b), 0);
 

@@ -4,6 +4,7 @@
  * local protection errors, receiver-not-ready with and without retries,
  * a receive too small, and a peer that never answers.
  */
+#include "softverbs.h"
 #include "svt_util.h"
 
 #include <pthread.h>
@@ -213,8 +214,17 @@ static void rnr_then_success(void **state)
     pair_close(&p);
 }
 
+static uint64_t rnr_naks(struct ibv_context *ctx)
+{
+    struct softverbs_stats st;
+    assert_int_equal(softverbs_query_stats(ctx, &st), 0);
+    return st.rnr_naks;
+}
+
 /* Retries exhausted: RNR_RETRY_EXC_ERR, and a write with immediate counts
- * as a receiver-not-ready case too. */
+ * as a receiver-not-ready case too. The requester's context has counted the
+ * first try and each retry, the responder's none; the process total (a NULL
+ * context) has them too. */
 static void rnr_retries_exhausted(void **state)
 {
     (void)state;
@@ -224,6 +234,7 @@ static void rnr_retries_exhausted(void **state)
     for (int imm = 0; imm < 2; imm++) {
         struct pair p;
         pair_open(&p, &o);
+        uint64_t before = rnr_naks(NULL);
         char dst[8];
         struct ibv_mr *dmr = ibv_reg_mr(p.b.pd, dst, sizeof dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
         if (imm) {
@@ -237,6 +248,9 @@ static void rnr_retries_exhausted(void **state)
         assert_int_equal(svt_poll(p.a.cq, &wc, 1, 5000), 1);
         assert_int_equal(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
         assert_int_equal(qp_state(p.qa), IBV_QPS_ERR);
+        assert_int_equal(rnr_naks(p.a.ctx), 1 + o.rnr_retry);
+        assert_int_equal(rnr_naks(p.b.ctx), 0);
+        assert_true(rnr_naks(NULL) - before >= 1u + o.rnr_retry);
         ibv_dereg_mr(dmr);
         pair_close(&p);
     }

@@ -81,6 +81,7 @@ int main(void)
     /* The extension is found the way a backend linked against the real
      * library finds it. */
     CHECK(dlsym(RTLD_DEFAULT, "softverbs_post_wait") != NULL);
+    CHECK(dlsym(RTLD_DEFAULT, "softverbs_query_stats") != NULL);
 
     CHECK(ibv_destroy_qp(qp) == 0);
     CHECK(ibv_dereg_mr(smr) == 0 && ibv_dereg_mr(dmr) == 0);
