@@ -11,26 +11,12 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <math.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "mpi_check.h"
 #include "p3dfft.h"
 
-static int failures, rank, nproc;
-static char tag[160];
-
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "[rank %d] %s:%d [%s] check failed: %s: ", rank, __FILE__, \
-                    __LINE__, tag, #cond);                                            \
-            fprintf(stderr, __VA_ARGS__);                                             \
-            fprintf(stderr, "\n");                                                    \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
+static int rank, nproc;
+static char tag[160]; /* the case, printed with every failed check */
 
 #define CHECK_P3(call) \
     CHECK((call) == 0, "%s failed: %s", #call, Cp3dfft_last_error())
@@ -282,12 +268,13 @@ int main(int argc, char **argv)
 {
     static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
     static const char *const modes[] = {"blocking", "mpi_nb", "offload"};
-    int grids[3][2], ngrid = 0, si, gi, mi, nv, v, slabs, total;
+    int grids[3][2], ngrid = 0, si, gi, mi, nv, v, slabs;
     grid_t g;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
+    check_tag = tag;
     setenv("P3DFFT_FFTW_FLAG", "estimate", 0); /* planning time is not under test */
 
     check_errors();
@@ -337,10 +324,5 @@ int main(int argc, char **argv)
         for (v = 0; v < 3; v++)
             fftw_free(refs[v]);
     }
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("test_p3dfft (%d ranks): %s (%d failed checks)\n", nproc, total ? "FAIL" : "PASS",
-               total);
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return check_finish("test_p3dfft");
 }
