@@ -39,6 +39,12 @@ static const char *const side_name[3][2] = {{"-x", "+x"}, {"-y", "+y"}, {"-z", "
 
 /* ---- validation ------------------------------------------------------------------ */
 
+/* The dimensions field x is exchanged across, a bit each (dim_mask 0: all). */
+static unsigned field_dims(const oc_halo_field_t *x)
+{
+    return x->dim_mask != 0 ? x->dim_mask : 7u;
+}
+
 static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
                                const oc_halo_field_t *fields, int nfields)
 {
@@ -82,7 +88,7 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
                             "%s: fields[%d].dim_mask=%#x: expected bits 0-2 (or 0 for all "
                             "three dimensions)", fn, f, x->dim_mask);
         for (d = 0; d < 3; d++) {
-            int across = x->dim_mask == 0 || (x->dim_mask >> d) & 1u;
+            int across = (field_dims(x) >> d) & 1u;
             int has_peer = across && (oc_halo_side_peer(&g, team->rank, d, 0) >= 0 ||
                                       oc_halo_side_peer(&g, team->rank, d, 1) >= 0);
             if (x->n[d] < 1 || x->n[d] > (1u << 30))
@@ -291,7 +297,7 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
     for (f = 0; f < nfields; f++) {
         memcpy(mine[f].n, fields[f].n, sizeof(mine[f].n));
         mine[f].es = fields[f].elem_size;
-        mine[f].dims = fields[f].dim_mask ? fields[f].dim_mask : 7u;
+        mine[f].dims = field_dims(&fields[f]);
     }
     st = oc_team_allgather(team, mine, (size_t)nfields * sizeof(*mine), h->ext);
     free(mine);
