@@ -26,19 +26,17 @@ static int off_create(const awp_grid_t *g, awp_wave_t *w, void **state)
     oc_halo_params_t hp = {{g->dims[0], g->dims[1], g->dims[2]}, {0, 0, 0}, AWP_GHOST, 0};
     oc_halo_field_t fields[AWP_NFIELDS];
     oc_status_t st;
-    int f, d, ok, all_ok;
+    int f, d;
     if (x == NULL)
         return awp_fail("offload: out of memory");
     *state = x;
-    st = oc_init(NULL, &x->ctx);
-    /* Team creation is collective: a rank whose context failed must not
-       leave the others waiting in it. */
-    ok = st == OC_OK;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, g->comm);
-    if (!ok)
-        return oc_fail("oc_init", st);
-    if (!all_ok)
-        return awp_fail("offload: oc_init failed on another rank");
+    /* A rank whose context failed still takes part in the team's creation,
+       which then fails on every rank instead of leaving the others in it. */
+    if ((st = oc_init(NULL, &x->ctx)) != OC_OK) {
+        int rc = oc_fail("oc_init", st);
+        oc_team_create_mpi(NULL, g->comm, &x->team);
+        return rc;
+    }
     if ((st = oc_team_create_mpi(x->ctx, g->comm, &x->team)) != OC_OK)
         return oc_fail("oc_team_create_mpi", st);
     for (f = 0; f < AWP_NFIELDS; f++) {

@@ -42,7 +42,8 @@ typedef enum {
     OC_ERR_TIMEOUT = -4,      /**< a wait ran past OC_TIMEOUT_S */
     OC_ERR_UNAVAILABLE = -5,  /**< a backend or feature is not available here */
     OC_ERR_BACKEND = -6,      /**< the network layer reported an error */
-    OC_ERR_MISMATCH = -7,     /**< peers disagree (e.g. send/receive sizes differ) */
+    OC_ERR_MISMATCH = -7,     /**< peers disagree (send/receive sizes differ, a member
+                                   failed the collective call) */
     OC_ERR_OUT_OF_BOUNDS = -8,/**< an access outside a buffer or window */
     OC_ERR_INTERNAL = -9
 } oc_status_t;
@@ -152,7 +153,11 @@ typedef struct {
 } oc_team_params_t;
 
 /** Creates a team collectively: every member calls it with its own rank.
- *  Endpoints come from the context's shared cache. */
+ *  Endpoints come from the context's shared cache. All members return the
+ *  same outcome: a member that fails (ctx NULL, say, because its oc_init
+ *  failed) still takes part, and the others return OC_ERR_MISMATCH naming
+ *  it. Only a member whose params are unusable (NULL, bad rank or size, no
+ *  allgather) returns at once, leaving the others in their allgather. */
 oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
                            oc_team_t **team);
 

@@ -169,15 +169,11 @@ static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_
     return a.status;
 }
 
-static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t *p,
-                                oc_team_t **team)
+/* Without these a member cannot even take part in the vote. */
+static oc_status_t check_params(const oc_team_params_t *p)
 {
-    if (ctx == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: ctx is NULL");
     if (p == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params is NULL");
-    if (team == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: team is NULL");
     if (p->size < 1 || (unsigned)p->size > OC_NIC_MAX_RANKS)
         return oc_error(OC_ERR_INVALID_ARG, "oc_team_create: params->size=%d (1..%u)", p->size,
                         OC_NIC_MAX_RANKS);
@@ -189,15 +185,14 @@ static oc_status_t check_params(const oc_context_t *ctx, const oc_team_params_t 
     return OC_OK;
 }
 
-/* No member leaves before all have connected: one that went on to finalize
- * its context would take with it the memory its peers are still attaching
- * (UCX's shared-memory FIFOs), and one that sent at once could reach a peer
- * whose end of a per-pair QP is not ready. The vote also makes a failure
- * anywhere a failure everywhere. */
-static oc_status_t agree_connected(const oc_team_params_t *p, oc_status_t st)
+/* One allgather of every member's status (st: this one's), so that a failure
+ * anywhere is a failure everywhere and no member is left waiting in a later
+ * round of the creation. A member that failed keeps its own error; the others
+ * get one naming it. */
+static oc_status_t vote(const oc_team_params_t *p, oc_status_t st, const char *step)
 {
     int32_t ok = st == OC_OK, *oks = malloc((size_t)p->size * sizeof(*oks));
-    int r;
+    int r, nfailed = 0;
     if (oks == NULL)
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "oc_team_create: vote");
     if (p->allgather(&ok, oks, sizeof(ok), p->arg) != 0) {
@@ -206,34 +201,43 @@ static oc_status_t agree_connected(const oc_team_params_t *p, oc_status_t st)
                            : oc_error(OC_ERR_BACKEND,
                                       "oc_team_create: the out-of-band allgather failed");
     }
-    for (r = 0; r < p->size && st == OC_OK; r++)
-        if (!oks[r])
-            st = oc_error(OC_ERR_BACKEND,
-                          "oc_team_create: rank %d could not connect to its peers (its "
-                          "oc_last_error() says why)", r);
+    for (r = 0; r < p->size && ok; r++) {
+        if (oks[r])
+            continue;
+        if (nfailed++ == 0)
+            st = oc_error(OC_ERR_MISMATCH, "oc_team_create: failed %s on rank %d", step, r);
+        else
+            oc_error_append(", rank %d", r);
+    }
+    if (nfailed > 0)
+        oc_error_append(" (oc_last_error() there says why)");
     free(oks);
     return st;
 }
 
-static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
+/* st: this member's status so far; it takes part in the first vote whatever
+ * it is (team is NULL when st is not OC_OK). */
+static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_status_t st)
 {
-    oc_context_t *ctx = team->ctx;
+    oc_context_t *ctx = team != NULL ? team->ctx : NULL;
     team_hello_t mine, *hello = NULL;
-    const void *addr;
-    size_t len, stride = 0;
+    const void *addr = NULL;
+    size_t len = 0, stride = 0;
     unsigned char *padded = NULL, *all = NULL;
     connect_args_t ca;
-    oc_status_t st;
     int r;
 
-    st = ctx->nic->ops->address(ctx->nic, &addr, &len);
-    if (st != OC_OK)
+    if (st == OC_OK)
+        st = ctx->nic->ops->address(ctx->nic, &addr, &len);
+    if (st == OC_OK && (hello = malloc((size_t)p->size * sizeof(*hello))) == NULL)
+        st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
+    st = vote(p, st, "before connecting");
+    if (st != OC_OK) {
+        free(hello);
         return st;
+    }
     mine.team_id = team->id;
     mine.addr_len = (uint32_t)len;
-    hello = malloc((size_t)p->size * sizeof(*hello));
-    if (hello == NULL)
-        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
     if (p->allgather(&mine, hello, sizeof(mine), p->arg) != 0) {
         free(hello);
         return oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
@@ -264,7 +268,11 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p)
     if (st != OC_OK)
         oc_error(st, "oc_team_create: %s", ca.error);
     st = wireup(team, p, st);
-    st = agree_connected(p, st);
+    /* No member leaves before all have connected: one that went on to
+     * finalize its context would take with it the memory its peers are still
+     * attaching (UCX's shared-memory FIFOs), and one that sent at once could
+     * reach a peer whose end of a per-pair QP is not ready. */
+    st = vote(p, st, "while connecting");
 out:
     free(hello);
     free(padded);
@@ -272,15 +280,22 @@ out:
     return st;
 }
 
-oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team_t **out)
+static void team_destroy(oc_team_t *team)
 {
-    oc_team_t *team;
-    oc_status_t st = check_params(ctx, p, out);
+    if (team == NULL)
+        return;
+    registry_remove(team->ctx, team);
+    free(team->peer_ids);
+    free(team->eps);
+    free(team);
+}
 
-    if (st != OC_OK)
-        return st;
-    *out = NULL;
-    team = calloc(1, sizeof(*team));
+/* The local part of the creation, before any exchange. */
+static oc_status_t team_alloc(oc_context_t *ctx, const oc_team_params_t *p, oc_team_t **out)
+{
+    oc_team_t *team = calloc(1, sizeof(*team));
+    oc_status_t st;
+
     if (team == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: team");
     team->ctx = ctx;
@@ -288,17 +303,37 @@ oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team
     team->size = p->size;
     team->peer_ids = calloc((size_t)p->size, sizeof(*team->peer_ids));
     team->eps = calloc((size_t)p->size, sizeof(*team->eps));
-    if (team->peer_ids == NULL || team->eps == NULL) {
+    if (team->peer_ids == NULL || team->eps == NULL)
         st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
-    } else if ((st = registry_add(ctx, team)) == OC_OK) {
-        st = exchange(team, p);
-        if (st != OC_OK)
-            registry_remove(ctx, team);
-    }
+    else
+        st = registry_add(ctx, team);
     if (st != OC_OK) {
-        free(team->peer_ids);
-        free(team->eps);
-        free(team);
+        team_destroy(team);
+        return st;
+    }
+    *out = team;
+    return OC_OK;
+}
+
+oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team_t **out)
+{
+    oc_team_t *team = NULL;
+    oc_status_t st = check_params(p);
+
+    if (st != OC_OK)
+        return st;
+    if (out != NULL)
+        *out = NULL;
+    /* A member that fails here still votes, so that its peers fail too. */
+    if (ctx == NULL)
+        st = oc_error(OC_ERR_INVALID_ARG, "oc_team_create: ctx is NULL");
+    else if (out == NULL)
+        st = oc_error(OC_ERR_INVALID_ARG, "oc_team_create: team is NULL");
+    else
+        st = team_alloc(ctx, p, &team);
+    st = exchange(team, p, st);
+    if (st != OC_OK) {
+        team_destroy(team);
         return st;
     }
     atomic_fetch_add(&ctx->nteams, 1);

@@ -244,12 +244,10 @@ static int parse_op(const unsigned char *op, int backward, int skip[3])
     return P3DFFT_OK;
 }
 
-static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
-                           const void *out, int dim_out, size_t need_out, int nv,
-                           const unsigned char *op, int backward, int skip[3])
+static int check_transform_args(const char *call, const void *in, int dim_in, size_t need_in,
+                                const void *out, int dim_out, size_t need_out, int nv,
+                                const unsigned char *op, int backward, int skip[3])
 {
-    if (g == NULL)
-        return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
     if (in == NULL || out == NULL)
         return p3_fail(P3DFFT_ERR_ARG, "%s: %s is NULL", call, in == NULL ? "in" : "out");
     if (in == out)
@@ -269,6 +267,19 @@ static int check_transform(const char *call, const void *in, int dim_in, size_t 
         return p3_fail(P3DFFT_ERR_ARG, "%s: %s", call, why);
     }
     return P3DFFT_OK;
+}
+
+/* Collective once set up: arguments refused on one rank are refused on all,
+ * which would otherwise wait for it in the transposes. */
+static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
+                           const void *out, int dim_out, size_t need_out, int nv,
+                           const unsigned char *op, int backward, int skip[3])
+{
+    if (g == NULL)
+        return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
+    return agree(check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv, op,
+                                      backward, skip),
+                 g->comm);
 }
 
 static size_t real_size(void)

@@ -109,7 +109,7 @@ static oc_status_t context(oc_context_t **ctx)
 
 int p3_yz_setup(p3_t *p)
 {
-    int s, failed, any;
+    int s;
     oc_status_t st;
     if (p->jproc == 1)
         return P3DFFT_OK;
@@ -125,15 +125,14 @@ int p3_yz_setup(p3_t *p)
     }
     if (p->mode != P3_OFFLOAD)
         return P3DFFT_OK;
-    st = context(&p->oc_ctx);
-    /* the team's creation is collective: every rank must get there */
-    failed = st != OC_OK;
-    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, p->col);
-    if (failed)
-        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init: %s: %s", oc_status_string(st),
-                       oc_last_error());
-    if (any)
-        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init failed on another rank of COL");
+    /* A rank whose context failed still takes part in the team's creation,
+       which then fails on every rank of COL instead of leaving the others in it. */
+    if ((st = context(&p->oc_ctx)) != OC_OK) {
+        int rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init: %s: %s", oc_status_string(st),
+                         oc_last_error());
+        oc_team_create_mpi(NULL, p->col, &p->oc_team);
+        return rc;
+    }
     if ((st = oc_team_create_mpi(p->oc_ctx, p->col, &p->oc_team)) != OC_OK)
         return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_create_mpi (COL): %s: %s",
                        oc_status_string(st), oc_last_error());

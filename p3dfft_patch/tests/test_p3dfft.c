@@ -258,6 +258,11 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, cos_op), "not supported");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1, a + 2, 1, 2, fw), "dim_in");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1 << 20, a + 2, 1 << 20, 0, fw), "nv");
+    /* refused on one rank only: refused on all, none left waiting in a transpose */
+    CHECK_FAILS(Cp3dfft_ftran_r2c(rank == 0 ? NULL : a, a + 2, fw),
+                rank == 0 ? "in is NULL" : "failed on another rank");
+    CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, rank == nproc - 1 ? bad : fw),
+                rank == nproc - 1 ? "op[1]" : "failed on another rank");
     CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 4), "conf");
     CHECK_FAILS(Cp3dfft_get_dims(NULL, e, s, 1), "start");
     CHECK_P3(Cget_timers(t));

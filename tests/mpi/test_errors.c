@@ -3,7 +3,8 @@
  * a crash: NULL buffers with non-zero size, size overflow, NULL team, freeing
  * an active request, starting an active persistent request, displacements
  * outside the buffer, overlapping receive blocks, counts that disagree
- * between sender and receiver.
+ * between sender and receiver; a team creation in which one member has no
+ * context fails on every member instead of leaving the others waiting.
  */
 #include <stdint.h>
 #include <string.h>
@@ -125,6 +126,24 @@ static void mismatched_counts(oc_team_t *team)
     free(s); free(r); free(sc); free(rc); free(d);
 }
 
+/* The last rank has no context, as after a failed oc_init: it still takes
+ * part, and the others return an error naming it. */
+static void member_without_context(oc_context_t *ctx)
+{
+    oc_team_t *team = NULL;
+    int last = nprocs - 1;
+    char needle[64];
+
+    if (rank == last) {
+        CHECK_ERR(oc_team_create_mpi(NULL, MPI_COMM_WORLD, &team), OC_ERR_INVALID_ARG,
+                  "ctx is NULL");
+    } else {
+        snprintf(needle, sizeof(needle), "failed before connecting on rank %d", last);
+        CHECK_ERR(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team), OC_ERR_MISMATCH, needle);
+    }
+    CHECK(team == NULL, "a failed creation left a team");
+}
+
 int main(int argc, char **argv)
 {
     oc_context_t *ctx = NULL;
@@ -140,6 +159,7 @@ int main(int argc, char **argv)
         cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
         cfg.timeout_s = 60;
         CHECK_OC(oc_init(&cfg, &ctx));
+        member_without_context(ctx);
         CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
         bad_arguments(team);
         active_request(team);

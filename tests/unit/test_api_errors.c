@@ -1,11 +1,15 @@
 /*
  * Error paths of the public calls that need no peers: every NULL or
  * out-of-range argument is refused with OC_ERR_INVALID_ARG and a message that
- * names it; the accessors answer a NULL object with a harmless value.
+ * names it; the accessors answer a NULL object with a harmless value. Team
+ * creation with a stand-in for the other member: a member refused locally
+ * still votes once, so that its peer is not left waiting, and a peer's
+ * failure fails this member too.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +30,20 @@ static int never_called(const void *src, void *dst, size_t len, void *arg)
     (void)src, (void)dst, (void)len, (void)arg;
     fail_msg("the allgather ran although the parameters were refused");
     return -1;
+}
+
+/* The other member of a two-member team, voting other_ok; counts the rounds. */
+static int other_ok, rounds;
+
+static int stand_in(const void *src, void *dst, size_t len, void *arg)
+{
+    int32_t vote = other_ok;
+    (void)arg;
+    rounds++;
+    assert_int_equal(len, sizeof(vote));
+    memcpy(dst, src, len);
+    memcpy((char *)dst + len, &vote, len);
+    return 0;
 }
 
 static int setup(void **state)
@@ -50,11 +68,15 @@ static void test_team_create_args(void **state)
 {
     oc_context_t *ctx = *state;
     oc_team_t *team = NULL;
-    oc_team_params_t p = {0, 2, never_called, NULL};
+    oc_team_params_t p = {0, 2, stand_in, NULL};
 
+    other_ok = 1;
+    rounds = 0;
     assert_refused(oc_team_create(NULL, &p, &team), "ctx is NULL");
-    assert_refused(oc_team_create(ctx, NULL, &team), "params is NULL");
     assert_refused(oc_team_create(ctx, &p, NULL), "team is NULL");
+    assert_int_equal(rounds, 2);
+    p.allgather = never_called;
+    assert_refused(oc_team_create(ctx, NULL, &team), "params is NULL");
     p.size = 0;
     assert_refused(oc_team_create(ctx, &p, &team), "params->size=0");
     p.size = 2;
@@ -65,6 +87,19 @@ static void test_team_create_args(void **state)
     p.rank = 0;
     p.allgather = NULL;
     assert_refused(oc_team_create(ctx, &p, &team), "params->allgather is NULL");
+    assert_null(team);
+}
+
+static void test_team_create_peer_failed(void **state)
+{
+    oc_team_t *team = NULL;
+    oc_team_params_t p = {0, 2, stand_in, NULL};
+
+    other_ok = 0;
+    rounds = 0;
+    assert_int_equal(oc_team_create(*state, &p, &team), OC_ERR_MISMATCH);
+    assert_non_null(strstr(oc_last_error(), "failed before connecting on rank 1"));
+    assert_int_equal(rounds, 1);
     assert_null(team);
 }
 
@@ -95,6 +130,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_team_create_args),
+        cmocka_unit_test(test_team_create_peer_failed),
         cmocka_unit_test(test_context_args),
         cmocka_unit_test(test_null_accessors),
     };
