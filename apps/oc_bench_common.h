@@ -1,13 +1,15 @@
 /*
- * What the benchmarks share (oc_bench_overlap, oc_bench_halo): the error
- * exit, option parsing helpers, the calibrated dummy compute of the OSU
- * procedure (DESIGN.md, "How overlap is measured"), reductions over ranks and
- * the iteration budget, the memcpy time behind the copy bound, table and CSV
- * rows, and the gnuplot run. Header-only; not part of the library.
+ * What the benchmarks share (oc_bench_overlap, oc_bench_halo): start-up and
+ * the error exit, the options both take, the calibrated dummy compute of the
+ * OSU procedure (DESIGN.md, "How overlap is measured"), reductions over ranks
+ * and the iteration budget, the memcpy time behind the copy bound, the offcoll
+ * contexts' tear-down, table and CSV rows, and the end of a run with its
+ * gnuplot run. Header-only; not part of the library.
  *
  * The including file defines PROG (its name, for messages) first, sets
  * bench_rank after MPI_Init and may set bench_where to append where it was
- * (implementation, phase, iteration) to every fatal message.
+ * (implementation, phase, iteration) to every fatal message; bench_init does
+ * both.
  */
 #ifndef OC_BENCH_COMMON_H
 #define OC_BENCH_COMMON_H
@@ -58,6 +60,25 @@ static inline void die(const char *fmt, ...)
     exit(1); /* not reached */
 }
 
+/* MPI_Init; the rank and where (NULL for nothing) go into fatal messages. */
+static inline void bench_init(int *argc, char ***argv, int *rank, int *nranks,
+                              void (*where)(char *buf, size_t len))
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, nranks);
+    bench_rank = *rank;
+    bench_where = where;
+}
+
+/* main's exit status when the options say not to run (rc: 1 after --help, 2
+ * on a bad command line). */
+static inline int bench_quit(int rc)
+{
+    MPI_Finalize();
+    return rc == 1 ? 0 : 2;
+}
+
 static inline void oc_check(oc_status_t st, const char *call)
 {
     if (st != OC_OK)
@@ -70,6 +91,28 @@ static inline void bench_stats(oc_context_t *ctx, oc_stats_t *s)
     memset(s, 0, sizeof(*s));
     if (ctx != NULL)
         oc_check(oc_context_stats(ctx, s), "oc_context_stats");
+}
+
+/* Frees an implementation's team and context, where it has them. */
+static inline void bench_oc_close(oc_team_t **team, oc_context_t **ctx)
+{
+    if (*team != NULL)
+        oc_check(oc_team_free(*team), "oc_team_free");
+    if (*ctx != NULL)
+        oc_check(oc_finalize(*ctx), "oc_finalize");
+    *team = NULL;
+    *ctx = NULL;
+}
+
+/* For the header and the CSV: the backend of the first of n implementations
+ * with a context (ctx_of(i): implementation i's, NULL without one). */
+static inline const char *bench_backend(int n, oc_context_t *(*ctx_of)(int i))
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (ctx_of(i) != NULL)
+            return oc_context_backend_info(ctx_of(i));
+    return "not used";
 }
 
 /* ---- options ------------------------------------------------------------------- */
@@ -164,6 +207,33 @@ static inline int parse_seconds(const char *opt, const char *s, double *out)
     *out = strtod(s, &end);
     if (end == s || *end != '\0' || !(*out >= 0))
         return opt_error("%s needs seconds >= 0, not '%s'", opt, s);
+    return 0;
+}
+
+/* The options every benchmark takes (its opts_t holds them as .common). */
+typedef struct {
+    long iters, warmup;
+    double budget_s;
+    const char *csv, *png;
+    int check;
+} bench_opts_t;
+
+/* Where a benchmark's parse_opt sends every name it does not take itself:
+ * one of the common options, or an unknown one. */
+static inline int parse_common_opt(bench_opts_t *c, const char *a, const char *v)
+{
+    if (strcmp(a, "--iters") == 0)
+        return parse_count(a, v, &c->iters);
+    if (strcmp(a, "--warmup") == 0)
+        return parse_count(a, v, &c->warmup);
+    if (strcmp(a, "--budget") == 0)
+        return parse_seconds(a, v, &c->budget_s);
+    if (strcmp(a, "--csv") == 0)
+        c->csv = v;
+    else if (strcmp(a, "--png") == 0)
+        c->png = v;
+    else
+        return opt_error("unknown option '%s'", a);
     return 0;
 }
 
@@ -373,6 +443,17 @@ static inline void csv_line(FILE *out, int n, field_t *f)
     fprintf(out, "\n");
 }
 
+/* One result: the table line, and the CSV line when there is a CSV. */
+static inline void report_line(const column_t *cols, int n, field_t *table, field_t *csv_f,
+                               FILE *csv)
+{
+    table_line(cols, n, table);
+    if (csv != NULL) {
+        csv_line(csv, n, csv_f);
+        fflush(csv);
+    }
+}
+
 /* The header line of the table (table names) or of the CSV (CSV names). */
 static inline void header_fields(const column_t *cols, int n, int table, field_t *f)
 {
@@ -423,6 +504,23 @@ static inline FILE *open_results(const char *csv, const char *png, char *tmp, co
         *path = tmp;
     }
     return *path != NULL ? csv_open(*path, cols, n, nranks, backend, extra) : NULL;
+}
+
+/* What open_results leaves for bench_end, which closes and plots it. */
+typedef struct {
+    FILE *csv;
+    const char *path;
+    char tmp[sizeof("/tmp/" PROG "_XXXXXX")];
+} bench_out_t;
+
+/* open_results for a benchmark with the common options. Rank 0 only. */
+static inline void bench_open_results(bench_out_t *out, const bench_opts_t *o,
+                                      const column_t *cols, int n, int nranks,
+                                      const char *backend, const char *extra)
+{
+    memcpy(out->tmp, "/tmp/" PROG "_XXXXXX", sizeof(out->tmp));
+    out->csv = open_results(o->csv, o->png, out->tmp, &out->path, cols, n, nranks, backend,
+                            extra);
 }
 
 /* ---- plotting (rank 0, after MPI_Finalize, so no MPI process forks) ---------- */
@@ -479,6 +577,35 @@ static inline int plot(const char *name, const char *installed, const char *csv,
         fprintf(stderr, PROG ": note: gnuplot failed on %s; no PNG written\n", script);
         return 1;
     }
+    return 0;
+}
+
+/* main's end on every rank, once the CSV is complete: closes it and MPI (the
+ * run began at t0), then rank 0 plots it with the script name (installed as
+ * in plot), titled "title on HOST", and says where the results are. Returns
+ * main's exit status. */
+static inline int bench_end(bench_out_t *out, const bench_opts_t *o, double t0, const char *name,
+                            const char *installed, const char *title)
+{
+    int have_csv = out->csv != NULL;
+
+    if (out->csv != NULL)
+        fclose(out->csv);
+    if (bench_rank == 0)
+        fprintf(stderr, PROG ": done in %.1f s\n", MPI_Wtime() - t0);
+    MPI_Finalize();
+
+    if (bench_rank == 0 && have_csv && o->png != NULL) {
+        char host[128] = "unknown", full[384];
+        gethostname(host, sizeof(host) - 1);
+        snprintf(full, sizeof(full), "%s on %s", title, host);
+        if (plot(name, installed, out->path, o->png, full) == 0)
+            printf("PNG: %s\n", o->png);
+    }
+    if (bench_rank == 0 && have_csv && o->csv != NULL)
+        printf("CSV: %s\n", o->csv);
+    if (out->path == out->tmp)
+        unlink(out->tmp);
     return 0;
 }
 

@@ -87,10 +87,7 @@ typedef struct {
     int fields[MAX_CONFIGS], nconfigs;
     int corners, periodic;
     int dims[3];          /* 0: MPI_Dims_create chooses */
-    long iters, warmup;
-    double budget_s;
-    const char *csv, *png;
-    int check;
+    bench_opts_t common;
     int use[IMPL_COUNT];
 } opts_t;
 
@@ -189,38 +186,27 @@ static int parse_opt(void *opts, const char *a, const char *v)
     }
     if (strcmp(a, "--fields") == 0)
         return parse_fields(v, o);
-    if (strcmp(a, "--iters") == 0)
-        return parse_count(a, v, &o->iters);
-    if (strcmp(a, "--warmup") == 0)
-        return parse_count(a, v, &o->warmup);
-    if (strcmp(a, "--budget") == 0)
-        return parse_seconds(a, v, &o->budget_s);
     if (strcmp(a, "--impl") == 0)
         return parse_names(a, v, impl_names, IMPL_COUNT, o->use);
-    if (strcmp(a, "--csv") == 0)
-        o->csv = v;
-    else if (strcmp(a, "--png") == 0)
-        o->png = v;
-    else
-        return opt_error("unknown option '%s'", a);
-    return 0;
+    return parse_common_opt(&o->common, a, v);
 }
 
 /* 0 to run, 1 after --help, 2 on a bad command line. */
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
     static const bench_flag_t flags[] = {
-        {"--check", "--no-check", offsetof(opts_t, check)},
+        {"--check", "--no-check", offsetof(opts_t, common.check)},
         {"--corners", "--no-corners", offsetof(opts_t, corners)},
         {"--periodic", "--no-periodic", offsetof(opts_t, periodic)},
     };
     int rc;
     *o = (opts_t){.n = {128, 128, 128}, .width = 2, .fields = {1, 9}, .nconfigs = 2,
-                  .periodic = 1, .iters = 1000, .warmup = 10, .budget_s = 1.0, .check = 1};
+                  .periodic = 1,
+                  .common = {.iters = 1000, .warmup = 10, .budget_s = 1.0, .check = 1}};
     parse_names("--impl", "all", impl_names, IMPL_COUNT, o->use);
     rc = bench_parse_args(argc, argv, o, flags, (int)(sizeof(flags) / sizeof(flags[0])),
                           parse_opt, usage);
-    if (rc == 0 && o->iters < 1)
+    if (rc == 0 && o->common.iters < 1)
         rc = opt_error("--iters must be at least 1");
     return rc;
 }
@@ -702,14 +688,9 @@ static void impl_open(bench_t *b, impl_t *im)
     where.impl = "-";
 }
 
-static void impl_close(impl_t *im)
+static oc_context_t *ctx_of(int i)
 {
-    if (im->team != NULL)
-        oc_check(oc_team_free(im->team), "oc_team_free");
-    if (im->ctx != NULL)
-        oc_check(oc_finalize(im->ctx), "oc_finalize");
-    im->team = NULL;
-    im->ctx = NULL;
+    return impls[i].ctx;
 }
 
 /* ---- timed phases ------------------------------------------------------------ */
@@ -743,7 +724,7 @@ static double checked_exchange(bench_t *b, impl_t *im, int nf, int refill, const
     double t;
     int f;
     where.phase = ph;
-    if (b->o.check) {
+    if (b->o.common.check) {
         if (refill)
             b->seq++;
         for (f = 0; f < nf; f++) {
@@ -753,7 +734,7 @@ static double checked_exchange(bench_t *b, impl_t *im, int nf, int refill, const
         }
     }
     t = exchange(b, im, nf, 0, NULL);
-    if (b->o.check)
+    if (b->o.common.check)
         for (f = 0; f < nf; f++)
             ghost_pass(b, f, 0);
     return t;
@@ -793,9 +774,10 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
     oc_stats_t s0, s1;
 
     probe = max_over_ranks(checked_exchange(b, im, nf, 1, "first exchange"));
-    warm = fit_budget(b->o.budget_s / 4, probe, 1, b->o.warmup);
+    warm = fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     t = warm > 0 ? phase(b, im, nf, "warm-up", warm, 0, NULL) : probe;
-    r.iters = fit_budget(b->o.budget_s, max_over_ranks(t), MIN_TIMED_ITERS, b->o.iters);
+    r.iters = fit_budget(b->o.common.budget_s, max_over_ranks(t), MIN_TIMED_ITERS,
+                         b->o.common.iters);
 
     m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
     /* Each rank computes for its own T_comm, as OSU does. */
@@ -879,23 +861,10 @@ static void row_fields(const bench_t *b, const impl_t *im, int cfg, const result
 static void report_row(const bench_t *b, const impl_t *im, int cfg, const result_t *r,
                        FILE *csv)
 {
-    field_t f[C_COUNT];
-    row_fields(b, im, cfg, r, 1, f);
-    table_line(columns, C_COUNT, f);
-    if (csv != NULL) {
-        row_fields(b, im, cfg, r, 0, f);
-        csv_line(csv, C_COUNT, f);
-        fflush(csv);
-    }
-}
-
-static const char *backend_of(void)
-{
-    int i;
-    for (i = 0; i < IMPL_COUNT; i++)
-        if (impls[i].ctx != NULL)
-            return oc_context_backend_info(impls[i].ctx);
-    return "not used";
+    field_t table[C_COUNT], csv_f[C_COUNT];
+    row_fields(b, im, cfg, r, 1, table);
+    row_fields(b, im, cfg, r, 0, csv_f);
+    report_line(columns, C_COUNT, table, csv_f, csv);
 }
 
 static void print_header(const bench_t *b)
@@ -916,8 +885,8 @@ static void print_header(const bench_t *b)
             printf("# offcoll backend of %s: %s\n", impls[i].name,
                    oc_context_backend_info(impls[i].ctx));
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
-           "exchanges %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.budget_s, MIN_TIMED_ITERS,
-           b->o.iters);
+           "exchanges %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
+           MIN_TIMED_ITERS, b->o.common.iters);
     printf("# exchange = start all fields, [compute], wait all fields; us per exchange, mean "
            "over ranks\n# overlap = max(0, 100 - 100*(overall - compute)/pure); bound = "
            "100*(1 - copy/pure), copy = 3 memcpy of the bytes sent (pack, transfer, unpack)\n"
@@ -925,7 +894,8 @@ static void print_header(const bench_t *b)
            "CPU taken from the\n#   compute (compute above pure: by a progress thread) "
            "counts against it, as in an application\n"
            "# ghost cells checked: %s\n",
-           b->o.check ? "after the first exchange and after the timed ones" : "no (--no-check)");
+           b->o.common.check ? "after the first exchange and after the timed ones"
+                             : "no (--no-check)");
     header_fields(columns, C_COUNT, 1, f);
     table_line(columns, C_COUNT, f);
     fflush(stdout);
@@ -966,37 +936,18 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
     fflush(stdout);
 }
 
-static void plot_results(const bench_t *b, const char *csv_path)
-{
-    char host[128] = "unknown", title[256];
-    gethostname(host, sizeof(host) - 1);
-    snprintf(title, sizeof(title),
-             "Halo exchange overlap (OSU procedure), %zux%zux%zu doubles/rank, w=%zu, %s, "
-             "%d ranks on %s", b->n[0], b->n[1], b->n[2], b->w,
-             b->o.corners ? "corners" : "faces", b->nranks, host);
-    if (plot(PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED, csv_path, b->o.png, title) == 0)
-        printf("PNG: %s\n", b->o.png);
-}
-
 int main(int argc, char **argv)
 {
     bench_t b = {0};
-    char csv_tmp[] = "/tmp/oc_bench_halo_XXXXXX", extra[128];
-    const char *csv_path = NULL;
-    FILE *csv = NULL;
+    bench_out_t out = {0};
+    char extra[128], title[256];
     size_t copy_bytes;
-    int i, have_csv, rc;
+    int i, rc;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
-    bench_rank = b.rank;
-    bench_where = where_str;
+    bench_init(&argc, &argv, &b.rank, &b.nranks, where_str);
     rc = parse_opts(argc, argv, &b.o);
-    if (rc != 0) {
-        MPI_Finalize();
-        return rc == 1 ? 0 : 2;
-    }
+    if (rc != 0)
+        return bench_quit(rc);
     b.t0 = MPI_Wtime();
 
     geometry(&b);
@@ -1014,33 +965,24 @@ int main(int argc, char **argv)
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
         print_header(&b);
-        snprintf(extra, sizeof(extra), "check=%s", b.o.check ? "on" : "off");
-        csv = open_results(b.o.csv, b.o.png, csv_tmp, &csv_path, columns, C_COUNT, b.nranks,
-                           backend_of(), extra);
+        snprintf(extra, sizeof(extra), "check=%s", b.o.common.check ? "on" : "off");
+        bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
+                           bench_backend(IMPL_COUNT, ctx_of), extra);
     }
-    have_csv = csv != NULL;
 
     for (i = 0; i < b.o.nconfigs; i++)
-        run_config(&b, i, csv);
+        run_config(&b, i, out.csv);
 
     for (i = 0; i < IMPL_COUNT; i++)
-        impl_close(&impls[i]);
+        bench_oc_close(&impls[i].team, &impls[i].ctx);
     for (i = 0; i < b.nfields_max; i++)
         free(b.field[i]);
     free(b.csrc);
     free(b.cdst);
-    if (csv != NULL)
-        fclose(csv);
     MPI_Comm_free(&b.cart);
-    if (b.rank == 0)
-        fprintf(stderr, PROG ": done in %.1f s\n", MPI_Wtime() - b.t0);
-    MPI_Finalize();
-
-    if (b.rank == 0 && have_csv && b.o.png != NULL)
-        plot_results(&b, csv_path);
-    if (b.rank == 0 && have_csv && b.o.csv != NULL)
-        printf("CSV: %s\n", b.o.csv);
-    if (csv_path == csv_tmp)
-        unlink(csv_tmp);
-    return 0;
+    snprintf(title, sizeof(title),
+             "Halo exchange overlap (OSU procedure), %zux%zux%zu doubles/rank, w=%zu, %s, %d ranks",
+             b.n[0], b.n[1], b.n[2], b.w, b.o.corners ? "corners" : "faces", b.nranks);
+    return bench_end(&out, &b.o.common, b.t0, PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED,
+                     title);
 }

@@ -130,24 +130,16 @@ static void impl_open(impl_t *im)
     where.impl = "-";
 }
 
-static void impl_close(impl_t *im)
+static oc_context_t *ctx_of(int i)
 {
-    if (im->team != NULL)
-        oc_check(oc_team_free(im->team), "oc_team_free");
-    if (im->ctx != NULL)
-        oc_check(oc_finalize(im->ctx), "oc_finalize");
-    im->team = NULL;
-    im->ctx = NULL;
+    return impls[i].ctx;
 }
 
 /* ---- options ---------------------------------------------------------------- */
 
 typedef struct {
     size_t min, max;
-    long iters, warmup;
-    double budget_s;
-    const char *csv, *png;
-    int check;
+    bench_opts_t common;
     int use[IMPL_COUNT];
 } opts_t;
 
@@ -187,35 +179,26 @@ static int parse_opt(void *opts, const char *a, const char *v)
         if (s == 0 || s > INT_MAX) /* MPI counts are int */
             return opt_error("%s: '%s' is not a size in 1..2G-1 (e.g. 64, 4K, 1M)", a, v);
         *(a[3] == 'i' ? &o->min : &o->max) = s;
-    } else if (strcmp(a, "--iters") == 0)
-        return parse_count(a, v, &o->iters);
-    else if (strcmp(a, "--warmup") == 0)
-        return parse_count(a, v, &o->warmup);
-    else if (strcmp(a, "--budget") == 0)
-        return parse_seconds(a, v, &o->budget_s);
-    else if (strcmp(a, "--impl") == 0)
+        return 0;
+    }
+    if (strcmp(a, "--impl") == 0)
         return parse_impls(v, o->use);
-    else if (strcmp(a, "--csv") == 0)
-        o->csv = v;
-    else if (strcmp(a, "--png") == 0)
-        o->png = v;
-    else
-        return opt_error("unknown option '%s'", a);
-    return 0;
+    return parse_common_opt(&o->common, a, v);
 }
 
 /* 0 to run, 1 after --help, 2 on a bad command line. */
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
-    static const bench_flag_t flags[] = {{"--check", "--no-check", offsetof(opts_t, check)}};
+    static const bench_flag_t flags[] = {
+        {"--check", "--no-check", offsetof(opts_t, common.check)}};
     int rc;
-    *o = (opts_t){.min = 1, .max = (size_t)1 << 20, .iters = 1000, .warmup = 100,
-                  .budget_s = 0.25, .check = 1};
+    *o = (opts_t){.min = 1, .max = (size_t)1 << 20,
+                  .common = {.iters = 1000, .warmup = 100, .budget_s = 0.25, .check = 1}};
     parse_impls("all", o->use);
     rc = bench_parse_args(argc, argv, o, flags, 1, parse_opt, usage);
     if (rc == 0 && o->min > o->max)
         rc = opt_error("--min %zu is above --max %zu", o->min, o->max);
-    if (rc == 0 && o->iters < 1)
+    if (rc == 0 && o->common.iters < 1)
         rc = opt_error("--iters must be at least 1");
     return rc;
 }
@@ -345,7 +328,7 @@ static double iteration(bench_t *b, impl_t *im, size_t block, int full, uint64_t
                         double *t_compute)
 {
     double t, tc = 0;
-    if (b->o.check) {
+    if (b->o.common.check) {
         write_pattern(b, b->sbuf, block, 0, 1);
         write_pattern(b, b->expect, block, 1, 1);
         if (full)
@@ -361,7 +344,7 @@ static double iteration(bench_t *b, impl_t *im, size_t block, int full, uint64_t
     }
     im->wait(im);
     t = MPI_Wtime() - t;
-    if (b->o.check)
+    if (b->o.common.check)
         check_recv(b, block);
     b->seq++;
     if (t_compute != NULL)
@@ -399,9 +382,10 @@ static double phase(bench_t *b, impl_t *im, size_t block, const phase_t *ph, lon
 static long warm_up(bench_t *b, impl_t *im, size_t block)
 {
     double probe = max_over_ranks(phase(b, im, block, &PROBE, 1, NULL));
-    long warm = fit_budget(b->o.budget_s / 4, probe, 1, b->o.warmup);
+    long warm = fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     double t = warm > 0 ? phase(b, im, block, &WARM_UP, warm, NULL) : probe;
-    return fit_budget(b->o.budget_s, max_over_ranks(t), MIN_TIMED_ITERS, b->o.iters);
+    return fit_budget(b->o.common.budget_s, max_over_ranks(t), MIN_TIMED_ITERS,
+                      b->o.common.iters);
 }
 
 static result_t measure(bench_t *b, impl_t *im, size_t block)
@@ -496,8 +480,8 @@ static void print_header(const bench_t *b, const char *backend)
            b->nranks);
     printf("# offcoll backend: %s\n", backend);
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
-           "iterations %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.budget_s, MIN_TIMED_ITERS,
-           b->o.iters);
+           "iterations %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
+           MIN_TIMED_ITERS, b->o.common.iters);
     printf("# times: us per iteration, mean over ranks; overlap = max(0, 100 - 100*(overall - "
            "compute)/pure)\n# bound = 100*(1 - memcpy of the received bytes/pure); per-iteration "
            "progress figures are of the overlapped phase\n");
@@ -509,14 +493,10 @@ static void print_header(const bench_t *b, const char *backend)
 static void report_row(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
                        FILE *csv)
 {
-    field_t f[C_COUNT];
-    row_fields(b, im, block, r, 1, f);
-    table_line(columns, C_COUNT, f);
-    if (csv != NULL) {
-        row_fields(b, im, block, r, 0, f);
-        csv_line(csv, C_COUNT, f);
-        fflush(csv);
-    }
+    field_t table[C_COUNT], csv_f[C_COUNT];
+    row_fields(b, im, block, r, 1, table);
+    row_fields(b, im, block, r, 0, csv_f);
+    report_line(columns, C_COUNT, table, csv_f, csv);
 }
 
 /* ---- main -------------------------------------------------------------------------- */
@@ -545,7 +525,7 @@ static void run_size(bench_t *b, size_t block, int k, int nsizes, FILE *csv)
     int i;
 
     where.block = block;
-    if (b->o.check) {
+    if (b->o.common.check) {
         write_pattern(b, b->sbuf, block, 0, 0);
         write_pattern(b, b->expect, block, 1, 0);
     }
@@ -567,44 +547,18 @@ static void run_size(bench_t *b, size_t block, int k, int nsizes, FILE *csv)
     fflush(stdout);
 }
 
-static const char *backend_of(void)
-{
-    int i;
-    for (i = 0; i < IMPL_COUNT; i++)
-        if (impls[i].ctx != NULL)
-            return oc_context_backend_info(impls[i].ctx);
-    return "not used";
-}
-
-static void plot_results(const bench_t *b, const char *csv_path)
-{
-    char host[128] = "unknown", title[200];
-    gethostname(host, sizeof(host) - 1);
-    snprintf(title, sizeof(title), "Alltoall overlap (OSU procedure), %d ranks on %s", b->nranks,
-             host);
-    if (plot(PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED, csv_path, b->o.png, title) == 0)
-        printf("PNG: %s\n", b->o.png);
-}
-
 int main(int argc, char **argv)
 {
     bench_t b = {0};
-    char csv_tmp[] = "/tmp/oc_bench_overlap_XXXXXX";
-    const char *csv_path = NULL;
-    FILE *csv = NULL;
+    bench_out_t out = {0};
+    char title[128];
     size_t block, bytes;
-    int i, k = 0, nsizes, have_csv, rc;
+    int i, k = 0, nsizes, rc;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &b.nranks);
-    bench_rank = b.rank;
-    bench_where = where_str;
+    bench_init(&argc, &argv, &b.rank, &b.nranks, where_str);
     rc = parse_opts(argc, argv, &b.o);
-    if (rc != 0) {
-        MPI_Finalize();
-        return rc == 1 ? 0 : 2;
-    }
+    if (rc != 0)
+        return bench_quit(rc);
     b.t0 = MPI_Wtime();
 
     bytes = (size_t)b.nranks * b.o.max;
@@ -612,40 +566,30 @@ int main(int argc, char **argv)
     b.rbuf = buf_alloc(bytes);
     b.csrc = buf_alloc(bytes);
     b.cdst = buf_alloc(bytes);
-    b.expect = b.o.check ? buf_alloc(bytes) : NULL;
+    b.expect = b.o.common.check ? buf_alloc(bytes) : NULL;
     for (i = 0; i < IMPL_COUNT; i++)
         if (b.o.use[i])
             impl_open(&impls[i]);
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
-        print_header(&b, backend_of());
-        csv = open_results(b.o.csv, b.o.png, csv_tmp, &csv_path, columns, C_COUNT, b.nranks,
-                           backend_of(), b.o.check ? "check=on" : "check=off");
+        print_header(&b, bench_backend(IMPL_COUNT, ctx_of));
+        bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
+                           bench_backend(IMPL_COUNT, ctx_of),
+                           b.o.common.check ? "check=on" : "check=off");
     }
-    have_csv = csv != NULL;
 
     nsizes = count_sizes(&b.o);
     for (block = b.o.min; block <= b.o.max && block > 0; block *= 2)
-        run_size(&b, block, ++k, nsizes, csv);
+        run_size(&b, block, ++k, nsizes, out.csv);
 
     for (i = 0; i < IMPL_COUNT; i++)
-        impl_close(&impls[i]);
+        bench_oc_close(&impls[i].team, &impls[i].ctx);
     free(b.sbuf);
     free(b.rbuf);
     free(b.csrc);
     free(b.cdst);
     free(b.expect);
-    if (csv != NULL)
-        fclose(csv);
-    if (b.rank == 0)
-        fprintf(stderr, PROG ": done in %.1f s\n", MPI_Wtime() - b.t0);
-    MPI_Finalize();
-
-    if (b.rank == 0 && have_csv && b.o.png != NULL)
-        plot_results(&b, csv_path);
-    if (b.rank == 0 && have_csv && b.o.csv != NULL)
-        printf("CSV: %s\n", b.o.csv);
-    if (csv_path == csv_tmp)
-        unlink(csv_tmp);
-    return 0;
+    snprintf(title, sizeof(title), "Alltoall overlap (OSU procedure), %d ranks", b.nranks);
+    return bench_end(&out, &b.o.common, b.t0, PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED,
+                     title);
 }

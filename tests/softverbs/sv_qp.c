@@ -408,15 +408,29 @@ static bool can_post_send(const struct sv_qp *qp)
     return qp->attr.qp_state == IBV_QPS_RTS || qp->attr.qp_state == IBV_QPS_ERR;
 }
 
+/* A post call works on its QP with the context's lock held. */
+static struct sv_qp *post_lock(struct ibv_qp *ibv_qp)
+{
+    pthread_mutex_lock(&sv_ctx_of(ibv_qp->context)->lock);
+    return sv_container_of(ibv_qp, struct sv_qp, ibv);
+}
+
+/* In ERR the WRs just posted complete at once, with a flush error. */
+static void post_unlock(struct sv_qp *qp)
+{
+    if (qp->attr.qp_state == IBV_QPS_ERR) {
+        flush(qp);
+    }
+    pthread_mutex_unlock(&sv_ctx_of(qp->ibv.context)->lock);
+}
+
 int sv_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
     if (ibv_qp == NULL || bad == NULL) {
         return EINVAL;
     }
-    struct sv_ctx *ctx = sv_ctx_of(ibv_qp->context);
-    struct sv_qp *qp = sv_container_of(ibv_qp, struct sv_qp, ibv);
+    struct sv_qp *qp = post_lock(ibv_qp);
     int err = 0;
-    pthread_mutex_lock(&ctx->lock);
     for (; wr != NULL; wr = wr->next) {
         err = can_post_send(qp) ? check_send_wr(qp, wr) : EINVAL;
         if (err != 0) {
@@ -425,11 +439,8 @@ int sv_post_send(struct ibv_qp *ibv_qp, struct ibv_send_wr *wr, struct ibv_send_
         }
         store_send_wr(qp, wr);
     }
-    if (qp->attr.qp_state == IBV_QPS_ERR) {
-        flush(qp);
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    sv_wake(ctx);
+    post_unlock(qp);
+    sv_wake(sv_ctx_of(ibv_qp->context));
     return err;
 }
 
@@ -438,10 +449,8 @@ int sv_post_recv(struct ibv_qp *ibv_qp, struct ibv_recv_wr *wr, struct ibv_recv_
     if (ibv_qp == NULL || bad == NULL) {
         return EINVAL;
     }
-    struct sv_ctx *ctx = sv_ctx_of(ibv_qp->context);
-    struct sv_qp *qp = sv_container_of(ibv_qp, struct sv_qp, ibv);
+    struct sv_qp *qp = post_lock(ibv_qp);
     int err = 0;
-    pthread_mutex_lock(&ctx->lock);
     for (; wr != NULL; wr = wr->next) {
         if (qp->attr.qp_state == IBV_QPS_RESET || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge ||
             (wr->num_sge > 0 && wr->sg_list == NULL)) {
@@ -461,10 +470,7 @@ int sv_post_recv(struct ibv_qp *ibv_qp, struct ibv_recv_wr *wr, struct ibv_recv_
         }
         qp->rq_posted++;
     }
-    if (qp->attr.qp_state == IBV_QPS_ERR) {
-        flush(qp);
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    post_unlock(qp);
     return err;
 }
 

@@ -132,26 +132,27 @@ static void one_way_puts(ut_rank_t *me, oc_team_t *team)
     CHECK_OC(oc_win_free(win));
 }
 
+static void bursts_and_puts(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    size_t i;
+    if (!backend_is_verbs(me, ctx))
+        return;
+    for (i = 0; i < sizeof(bursts) / sizeof(bursts[0]); i++)
+        burst(me, team, &bursts[i]);
+    one_way_puts(me, team);
+}
+
 static void *rank_main(void *arg)
 {
     ut_rank_t *me = arg;
     oc_config_t cfg;
-    oc_context_t *ctx = NULL;
-    oc_team_t *team = NULL;
-    size_t i;
 
     if (!CHECK_OC(oc_config_init(&cfg)))
         return NULL;
     cfg.progress = me->member.rank == 0 ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
     cfg.alltoall_alg = OC_ALG_BURST;
     cfg.timeout_s = 30; /* a flow-control deadlock fails the test rather than hang it */
-    if (ut_open(me, &cfg, &ctx, &team) && backend_is_verbs(me, ctx)) {
-        for (i = 0; i < sizeof(bursts) / sizeof(bursts[0]); i++)
-            burst(me, team, &bursts[i]);
-        one_way_puts(me, team);
-    }
-    ut_barrier(me); /* nobody tears down endpoints that a peer still uses */
-    ut_close(me, ctx, team);
+    ut_with_team(me, &cfg, bursts_and_puts);
     return NULL;
 }
 

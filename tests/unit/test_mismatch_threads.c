@@ -103,26 +103,27 @@ out:
     free(r);
 }
 
+static void every_pairing(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    size_t i;
+    (void)ctx;
+    for (i = 0; i < sizeof(pairings) / sizeof(pairings[0]); i++) {
+        mismatched(me, team, &pairings[i]);
+        exchange(me, team, (unsigned)i);
+    }
+}
+
 static void *rank_main(void *arg)
 {
     ut_rank_t *me = arg;
     oc_config_t cfg;
-    oc_context_t *ctx = NULL;
-    oc_team_t *team = NULL;
-    size_t i;
 
     if (!CHECK_OC(oc_config_init(&cfg)))
         return NULL;
     cfg.progress = OC_PROGRESS_THREAD;
     cfg.alltoall_alg = cfg.alltoallv_alg = OC_ALG_BURST;
     cfg.timeout_s = 30;
-    if (ut_open(me, &cfg, &ctx, &team))
-        for (i = 0; i < sizeof(pairings) / sizeof(pairings[0]); i++) {
-            mismatched(me, team, &pairings[i]);
-            exchange(me, team, (unsigned)i);
-        }
-    ut_barrier(me); /* nobody tears down endpoints that a peer still uses */
-    ut_close(me, ctx, team);
+    ut_with_team(me, &cfg, every_pairing);
     return NULL;
 }
 

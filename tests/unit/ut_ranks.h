@@ -80,6 +80,20 @@ static inline void ut_close(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
         CHECK_OC(oc_finalize(ctx));
 }
 
+/* Runs body on this rank's context and team when ut_open makes them, then
+ * closes them after a barrier whatever happened: nobody tears down endpoints
+ * that a peer still uses. */
+static inline void ut_with_team(ut_rank_t *me, const oc_config_t *cfg,
+                                void (*body)(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team))
+{
+    oc_context_t *ctx;
+    oc_team_t *team;
+    if (ut_open(me, cfg, &ctx, &team))
+        body(me, ctx, team);
+    ut_barrier(me);
+    ut_close(me, ctx, team);
+}
+
 /* Runs fn on n rank threads with case c; cmocka-fails naming label and the
  * first failure of each rank, or a rank that hangs. */
 static inline void ut_run_ranks(int n, void *(*fn)(void *), const void *c, const char *label)
