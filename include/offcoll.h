@@ -250,7 +250,9 @@ typedef struct oc_win oc_win_t;
  *  differ; 0 is allowed) and gets ncounters notification counters (0 to
  *  OC_WIN_MAX_COUNTERS). *base receives the local memory, zero-filled, owned
  *  by the window and valid until oc_win_free. Sizes and keys are exchanged
- *  here, so every member must call it, in the same order as its collectives. */
+ *  here, so every member must call it, in the same order as its collectives.
+ *  A member that refuses its arguments (team NULL aside) or fails still takes
+ *  part: the others return OC_ERR_MISMATCH naming it. */
 oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
                           oc_win_t **win);
 

@@ -119,6 +119,11 @@ void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
  * member contributes len bytes, all receives size*len by rank. */
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
 
+/* Collective: every member's status st, so that a local failure fails all
+ * members at once ("<what> on rank R" where it did not fail) instead of
+ * leaving them in the next exchange until their timeout. */
+oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what);
+
 /* Request running a schedule built by the caller (taken over, also on
  * failure); persistent, started with oc_start. */
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,

@@ -185,27 +185,28 @@ static oc_status_t check_params(const oc_team_params_t *p)
     return OC_OK;
 }
 
-/* One allgather of every member's status (st: this one's), so that a failure
+/* One exchange of every member's status (st: this one's), so that a failure
  * anywhere is a failure everywhere and no member is left waiting in a later
- * round of the creation. A member that failed keeps its own error; the others
- * get one naming it. */
-static oc_status_t vote(const oc_team_params_t *p, oc_status_t st, const char *step)
+ * round. A member that failed keeps its own error; the others get one naming
+ * it, "<what> on rank R". gather exchanges one int32 per member. */
+static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, int32_t *oks),
+                        void *arg, oc_status_t st, const char *what)
 {
-    int32_t ok = st == OC_OK, *oks = malloc((size_t)p->size * sizeof(*oks));
+    int32_t ok = st == OC_OK, *oks = malloc((size_t)size * sizeof(*oks));
+    oc_status_t gst;
     int r, nfailed = 0;
     if (oks == NULL)
-        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "oc_team_create: vote");
-    if (p->allgather(&ok, oks, sizeof(ok), p->arg) != 0) {
+        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", size);
+    gst = gather(arg, ok, oks);
+    if (gst != OC_OK) {
         free(oks);
-        return st != OC_OK ? st
-                           : oc_error(OC_ERR_BACKEND,
-                                      "oc_team_create: the out-of-band allgather failed");
+        return st != OC_OK ? st : gst;
     }
-    for (r = 0; r < p->size && ok; r++) {
+    for (r = 0; r < size && ok; r++) {
         if (oks[r])
             continue;
         if (nfailed++ == 0)
-            st = oc_error(OC_ERR_MISMATCH, "oc_team_create: failed %s on rank %d", step, r);
+            st = oc_error(OC_ERR_MISMATCH, "%s on rank %d", what, r);
         else
             oc_error_append(", rank %d", r);
     }
@@ -213,6 +214,24 @@ static oc_status_t vote(const oc_team_params_t *p, oc_status_t st, const char *s
         oc_error_append(" (oc_last_error() there says why)");
     free(oks);
     return st;
+}
+
+static oc_status_t oob_gather(void *arg, int32_t ok, int32_t *oks)
+{
+    const oc_team_params_t *p = arg;
+    return p->allgather(&ok, oks, sizeof(ok), p->arg) == 0
+               ? OC_OK
+               : oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+}
+
+static oc_status_t team_gather(void *arg, int32_t ok, int32_t *oks)
+{
+    return oc_team_allgather(arg, &ok, sizeof(ok), oks);
+}
+
+oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what)
+{
+    return vote(team->size, team_gather, team, st, what);
 }
 
 /* st: this member's status so far; it takes part in the first vote whatever
@@ -231,7 +250,7 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
         st = ctx->nic->ops->address(ctx->nic, &addr, &len);
     if (st == OC_OK && (hello = malloc((size_t)p->size * sizeof(*hello))) == NULL)
         st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
-    st = vote(p, st, "before connecting");
+    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed before connecting");
     if (st != OC_OK) {
         free(hello);
         return st;
@@ -272,7 +291,7 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
      * finalize its context would take with it the memory its peers are still
      * attaching (UCX's shared-memory FIFOs), and one that sent at once could
      * reach a peer whose end of a per-pair QP is not ready. */
-    st = vote(p, st, "while connecting");
+    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed while connecting");
 out:
     free(hello);
     free(padded);

@@ -195,12 +195,11 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
     return st;
 }
 
-oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_win_t **out)
+/* The local part of the creation: the window and its memory. */
+static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsigned ncounters,
+                             win_setup_t *a)
 {
-    oc_context_t *ctx = team->ctx;
     size_t nfrom = (size_t)ncounters * (size_t)team->size;
-    win_setup_t a;
     oc_win_t *win;
     oc_status_t st;
     unsigned c;
@@ -226,41 +225,69 @@ oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
         oc_pe_counter_init(&win->counters[c]);
     /* Registered before the exchange: a peer may notify as soon as its own
      * creation returns. */
-    registry_add(ctx, win);
+    registry_add(team->ctx, win);
+
+    a->win = win;
+    a->alloc = size ? size : 1; /* a zero-length map is refused by UCX */
+    oc_pe_call(team->ctx->pe, alloc_fn, a);
+    st = a->status;
+    if (st != OC_OK) {
+        win_destroy(win);
+        a->win = NULL;
+        return oc_error(st, "%s: %s", fn, a->error);
+    }
+    return OC_OK;
+}
+
+/* st: this member's status so far (a refused argument); it votes whatever
+ * it is, so that a failure on one member fails all at once. */
+static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsigned ncounters,
+                              oc_status_t st, oc_win_t **out)
+{
+    char what[64];
+    win_setup_t a;
 
     memset(&a, 0, sizeof(a));
-    a.win = win;
-    a.alloc = size ? size : 1; /* a zero-length map is refused by UCX */
-    oc_pe_call(ctx->pe, alloc_fn, &a);
-    st = a.status;
-    if (st != OC_OK)
-        oc_error(st, "%s: %s", fn, a.error);
-    else
+    if (st == OC_OK)
+        st = win_alloc(fn, team, size, ncounters, &a);
+    snprintf(what, sizeof(what), "%s: failed", fn);
+    st = oc_team_vote(team, st, what);
+    if (st == OC_OK)
         st = exchange(fn, &a);
     free(a.key);
     if (st != OC_OK) {
-        win_destroy(win);
+        if (a.win != NULL)
+            win_destroy(a.win);
         return st;
     }
-    *out = win;
+    *out = a.win;
     return OC_OK;
+}
+
+oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
+                                   unsigned ncounters, oc_win_t **out)
+{
+    return win_create(fn, team, size, ncounters, OC_OK, out);
 }
 
 oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
                           oc_win_t **win)
 {
-    oc_status_t st;
+    oc_status_t st = OC_OK;
     if (win != NULL)
         *win = NULL;
+    if (base != NULL)
+        *base = NULL;
     if (team == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: team is NULL");
     if (base == NULL || win == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: %s is NULL", base ? "win" : "base");
-    if (ncounters > OC_WIN_MAX_COUNTERS)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_win_create: ncounters=%u exceeds %d", ncounters,
-                        OC_WIN_MAX_COUNTERS);
-    st = oc_win_create_internal("oc_win_create", team, size, ncounters, win);
-    *base = st == OC_OK ? (*win)->base : NULL;
+        st = oc_error(OC_ERR_INVALID_ARG, "oc_win_create: %s is NULL", base ? "win" : "base");
+    else if (ncounters > OC_WIN_MAX_COUNTERS)
+        st = oc_error(OC_ERR_INVALID_ARG, "oc_win_create: ncounters=%u exceeds %d", ncounters,
+                      OC_WIN_MAX_COUNTERS);
+    st = win_create("oc_win_create", team, size, ncounters, st, win);
+    if (st == OC_OK)
+        *base = (*win)->base;
     return st;
 }
 

@@ -13,7 +13,8 @@
  *    every origin has flushed;
  *  - two windows in flight at once keep their data and counters apart;
  *  - bad arguments are refused with a message naming the problem, an
- *    out-of-bounds put writes nothing and notifies nothing;
+ *    out-of-bounds put writes nothing and notifies nothing; a creation
+ *    refused on one rank fails on every rank at once;
  *  - a wait for more notifications than can come times out (OC_TIMEOUT_S =
  *    0.5 s in a dedicated context), says how many arrived and names the ranks
  *    that sent none, and consumes nothing.
@@ -340,6 +341,7 @@ static void errors(oc_team_t *team)
     unsigned char *want;
     oc_win_t *win = NULL, *zwin = NULL, *mwin = NULL, *nwin = NULL;
     void *vb = NULL;
+    char needle[64];
 
     memset(src, 0x5A, sizeof(src));
     /* creation */
@@ -349,6 +351,14 @@ static void errors(oc_team_t *team)
     CHECK_ERR(oc_win_create(team, 64, 1, NULL, &nwin), OC_ERR_INVALID_ARG, "base is NULL");
     CHECK_ERR(oc_win_create(team, 64, 1, &vb, NULL), OC_ERR_INVALID_ARG, "win is NULL");
     CHECK(nwin == NULL, "[%s] a refused oc_win_create leaves *win NULL", mode_name);
+    /* refused on the last rank only: every rank fails at once, none waits for it */
+    snprintf(needle, sizeof(needle), "oc_win_create: failed on rank %d", nprocs - 1);
+    CHECK_ERR(oc_win_create(team, 64, rank == nprocs - 1 ? OC_WIN_MAX_COUNTERS + 1 : 1, &vb,
+                            &nwin),
+              rank == nprocs - 1 ? OC_ERR_INVALID_ARG : OC_ERR_MISMATCH,
+              rank == nprocs - 1 ? "ncounters" : needle);
+    CHECK(nwin == NULL && vb == NULL, "[%s] a failed oc_win_create leaves *win and *base NULL",
+          mode_name);
 
     CHECK_OC(oc_win_create(team, mysize, 2, (void **)&base, &win));
     CHECK_OC(oc_win_create(team, 0, 0, (void **)&zbase, &zwin)); /* empty, no counters */
