@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "offcoll.h"
+#include "offcoll_mpi.h"
 
 static int check_failures;
 static const char *check_tag = ""; /* a case name printed with failures, if set */
@@ -61,6 +61,23 @@ static inline void check_fill(unsigned char *s, int me, int n, size_t block, int
     for (p = 0; p < n; p++)
         for (i = 0; i < block; i++)
             s[(size_t)p * block + i] = check_pattern(me, p, i, salt);
+}
+
+/* A context in the given progress mode with OC_TIMEOUT_S = timeout_s (the
+ * rest from the environment) and, when team is not NULL, a team of
+ * MPI_COMM_WORLD on it. NULL if oc_init failed (counted as a failure). */
+static inline oc_context_t *check_open(oc_progress_mode_t mode, double timeout_s,
+                                       oc_team_t **team)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = mode;
+    cfg.timeout_s = timeout_s;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    if (team != NULL && ctx != NULL)
+        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, team));
+    return ctx;
 }
 
 /* Ends the test: every rank learns the total; rank 0 prints the verdict. */

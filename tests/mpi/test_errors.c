@@ -148,17 +148,13 @@ int main(int argc, char **argv)
 {
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
-    oc_config_t cfg;
     int m;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     for (m = 0; m < 2; m++) {
-        CHECK_OC(oc_config_init(&cfg));
-        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
-        cfg.timeout_s = 60;
-        CHECK_OC(oc_init(&cfg, &ctx));
+        ctx = check_open(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, 60, NULL);
         member_without_context(ctx);
         CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
         bad_arguments(team);

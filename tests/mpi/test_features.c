@@ -182,18 +182,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
     for (m = 0; m < 2; m++) {
-        oc_config_t cfg;
         oc_context_t *ctx = NULL;
         oc_team_t *team = NULL;
         const char *label = m ? "[inline]" : "[thread]";
 
-        CHECK_OC(oc_config_init(&cfg));
-        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
-        cfg.timeout_s = 60;
-        CHECK_OC(oc_init(&cfg, &ctx));
+        ctx = check_open(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, 60, &team);
         if (ctx == NULL)
             break;
-        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
         outstanding_64(team, label);
         two_teams(ctx, team, label);
         persistent_1000(team, label);

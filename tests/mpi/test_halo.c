@@ -552,7 +552,6 @@ int main(int argc, char **argv)
 {
     oc_context_t *ctx[2] = {NULL, NULL};
     oc_team_t *team[2] = {NULL, NULL};
-    oc_config_t cfg;
     int fact[64][3], nf, m, fi, k, K, ncases = 0, bad, iters;
     double t0 = 0, t1;
     hcase_t hc;
@@ -563,11 +562,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     /* both contexts live at once: thread progress, and inline progress */
     for (m = 0; m < 2; m++) {
-        CHECK_OC(oc_config_init(&cfg));
-        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
-        cfg.timeout_s = TIMEOUT_S;
-        CHECK_OC(oc_init(&cfg, &ctx[m]));
-        CHECK_OC(oc_team_create_mpi(ctx[m], MPI_COMM_WORLD, &team[m]));
+        ctx[m] = check_open(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, TIMEOUT_S, &team[m]);
     }
     if (check_failures)
         return check_finish("test_halo");

@@ -432,7 +432,6 @@ static void errors(oc_team_t *team)
  * rank 0 (itself included), the others none; rank 0 waits for one more. */
 static void timeout_case(oc_progress_mode_t mode)
 {
-    oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
     oc_win_t *win = NULL;
@@ -444,11 +443,7 @@ static void timeout_case(oc_progress_mode_t mode)
     oc_status_t st;
 
     memset(src, 1, sizeof(src));
-    CHECK_OC(oc_config_init(&cfg));
-    cfg.progress = mode;
-    cfg.timeout_s = 0.5;
-    CHECK_OC(oc_init(&cfg, &ctx));
-    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    ctx = check_open(mode, 0.5, &team);
     CHECK_OC(oc_win_create(team, 64, 1, &base, &win));
     if (rank < nsenders) {
         CHECK_OC(oc_put_notify(win, 0, 16 + (size_t)rank, src, 1, 0));
@@ -492,7 +487,6 @@ int main(int argc, char **argv)
 {
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
-    oc_config_t cfg;
     int m;
     double t0;
 
@@ -500,14 +494,12 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     for (m = 0; m < 2; m++) {
+        oc_progress_mode_t mode = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
         t0 = MPI_Wtime();
         mode_name = m ? "inline" : "thread";
         check_tag = mode_name;
-        CHECK_OC(oc_config_init(&cfg));
-        cfg.progress = m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
-        cfg.timeout_s = 30; /* a lost notification fails the check instead of hanging */
-        CHECK_OC(oc_init(&cfg, &ctx));
-        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+        /* a 30 s timeout: a lost notification fails the check instead of hanging */
+        ctx = check_open(mode, 30, &team);
         sizes_and_data(team);
         flush_visibility(team);
         exact_counts(team);
@@ -515,7 +507,7 @@ int main(int argc, char **argv)
         errors(team);
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
-        timeout_case(cfg.progress);
+        timeout_case(mode);
         if (rank == 0)
             printf("test_win [%s]: %.2f s\n", mode_name, MPI_Wtime() - t0);
     }
