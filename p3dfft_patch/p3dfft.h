@@ -12,7 +12,8 @@
  *  - Cp3dfft_set_transpose() and the environment variables P3DFFT_TRANSPOSE,
  *    P3DFFT_FFTW_FLAG and P3DFFT_SLABS;
  *  - op strings: 'f'/'t' (FFT) and 'n'/'0' (no transform, Y and Z only);
- *    'c'/'s' (cosine/sine) are refused as not supported.
+ *    'c'/'s' (upstream's cosine/sine: FFTW REDFT00/RODFT00 of the real and
+ *    imaginary parts) along Z only, refused for X and Y ('c' needs nz >= 2).
  *
  * Layouts (X fastest): real input, X-pencils (nx, jisize, kjsize); complex
  * output, Z-pencils (iisize, jjsize, nz) with nx/2+1 complex values along X

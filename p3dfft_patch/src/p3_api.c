@@ -220,9 +220,13 @@ int Cp3dfft_get_dims(int *start, int *end, int *size, int conf)
     return ok();
 }
 
-/* op: forward {X, Y, Z}, backward {Z, Y, X}; X must be a Fourier transform. */
-static int parse_op(const unsigned char *op, int backward, int skip[3])
+/* op: forward {X, Y, Z}, backward {Z, Y, X}. X must be a Fourier transform;
+ * the cosine and sine transforms ('c', 's') are for Z only, as in P3DFFT 2.7,
+ * which applies them to the third dimension and to no other. */
+static int parse_op(const unsigned char *op, int backward, int nz, p3_op_t ops[3])
 {
+    static const char *const allowed[3] = {"'f' or 't' (X is always r2c/c2r)",
+                                           "one of f, t, n, 0", "one of f, t, n, 0, c, s"};
     int i;
     if (op == NULL)
         return p3_fail(P3DFFT_ERR_ARG, "op is NULL");
@@ -230,23 +234,28 @@ static int parse_op(const unsigned char *op, int backward, int skip[3])
         int d = backward ? 2 - i : i; /* the dimension the letter is for */
         unsigned char c = op[i];
         if (c == 'f' || c == 't')
-            skip[d] = 0;
+            ops[d] = P3_OP_FFT;
         else if ((c == 'n' || c == '0') && d != 0)
-            skip[d] = 1;
+            ops[d] = P3_OP_NONE;
+        else if ((c == 'c' || c == 's') && d != 2)
+            return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": op[%d] = '%c': the %s transform is "
+                           "only supported along Z (op[%d])", (const char *)op, i, c,
+                           c == 'c' ? "cosine" : "sine", backward ? 0 : 2);
+        else if (c == 'c' && nz < 2)
+            return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": op[%d] = 'c': the cosine transform "
+                           "needs nz >= 2 (nz = %d)", (const char *)op, i, nz);
         else if (c == 'c' || c == 's')
-            return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": %s transform (op[%d]) not supported",
-                           (const char *)op, c == 'c' ? "cosine" : "sine", i);
+            ops[d] = c == 'c' ? P3_OP_COS : P3_OP_SIN;
         else
             return p3_fail(P3DFFT_ERR_ARG, "op = \"%.3s\": op[%d] = '%c' is not %s", (const char *)op,
-                           i, c ? c : '?', d == 0 ? "'f' or 't' (X is always r2c/c2r)"
-                                                  : "one of f, t, n, 0");
+                           i, c ? c : '?', allowed[d]);
     }
     return P3DFFT_OK;
 }
 
 static int check_transform_args(const char *call, const void *in, int dim_in, size_t need_in,
                                 const void *out, int dim_out, size_t need_out, int nv,
-                                const unsigned char *op, int backward, int skip[3])
+                                const unsigned char *op, int backward, p3_op_t ops[3])
 {
     if (in == NULL || out == NULL)
         return p3_fail(P3DFFT_ERR_ARG, "%s: %s is NULL", call, in == NULL ? "in" : "out");
@@ -261,7 +270,7 @@ static int check_transform_args(const char *call, const void *in, int dim_in, si
     if (nv > 1 && (dim_out < 0 || (size_t)dim_out < need_out))
         return p3_fail(P3DFFT_ERR_ARG, "%s: dim_out = %d is smaller than one variable (%zu)",
                        call, dim_out, need_out);
-    if (parse_op(op, backward, skip)) {
+    if (parse_op(op, backward, g->nz, ops)) {
         char why[sizeof(last_error)];
         memcpy(why, last_error, sizeof(why));
         return p3_fail(P3DFFT_ERR_ARG, "%s: %s", call, why);
@@ -273,12 +282,12 @@ static int check_transform_args(const char *call, const void *in, int dim_in, si
  * which would otherwise wait for it in the transposes. */
 static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
                            const void *out, int dim_out, size_t need_out, int nv,
-                           const unsigned char *op, int backward, int skip[3])
+                           const unsigned char *op, int backward, p3_op_t ops[3])
 {
     if (g == NULL)
         return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
     return agree(check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv, op,
-                                      backward, skip),
+                                      backward, ops),
                  g->comm);
 }
 
@@ -295,22 +304,24 @@ static size_t complex_size(void)
 int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int nv,
                            unsigned char *op)
 {
-    int skip[3], rc;
+    p3_op_t ops[3];
+    int rc;
     if ((rc = check_transform("Cp3dfft_ftran_r2c", in, dim_in, real_size(), out, dim_out,
-                              complex_size(), nv, op, 0, skip)))
+                              complex_size(), nv, op, 0, ops)))
         return rc;
-    rc = p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, skip);
+    rc = p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, ops);
     return rc ? rc : ok();
 }
 
 int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int nv,
                            unsigned char *op)
 {
-    int skip[3], rc;
+    p3_op_t ops[3];
+    int rc;
     if ((rc = check_transform("Cp3dfft_btran_c2r", in, dim_in, complex_size(), out, dim_out,
-                              real_size(), nv, op, 1, skip)))
+                              real_size(), nv, op, 1, ops)))
         return rc;
-    rc = p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, skip);
+    rc = p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, ops);
     return rc ? rc : ok();
 }
 

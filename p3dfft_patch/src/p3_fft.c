@@ -6,6 +6,9 @@
  * geometry. User arrays may lack FFTW's SIMD alignment: each geometry has an
  * aligned plan (made at set-up) and, where an array needs it, an
  * FFTW_UNALIGNED one (made on first use; it runs markedly slower).
+ * The cosine and sine stages see a complex array as pairs of doubles: the
+ * plan's strides are doubled, and one more repetition of 2 (stride 1) takes
+ * the real and the imaginary part of each value.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +34,20 @@ struct p3_plan_entry {
     p3_plan_entry_t *next;
 };
 
+static int is_r2r(p3_kind_t k)
+{
+    return k == P3_R2R_COS || k == P3_R2R_SIN;
+}
+
+/* Element sizes of a plan's sides (r2r: doubles, after stage_in_doubles). */
 static size_t in_elem(p3_kind_t k)
 {
-    return k == P3_R2C ? sizeof(double) : sizeof(fftw_complex);
+    return k == P3_R2C || is_r2r(k) ? sizeof(double) : sizeof(fftw_complex);
 }
 
 static size_t out_elem(p3_kind_t k)
 {
-    return k == P3_C2R ? sizeof(double) : sizeof(fftw_complex);
+    return k == P3_C2R || is_r2r(k) ? sizeof(double) : sizeof(fftw_complex);
 }
 
 /* Elements one side of the key's geometry spans (the complex side of r2c and
@@ -81,6 +90,12 @@ static fftw_plan make_plan(const plan_key_t *k, unsigned flags)
     case P3_C2R:
         plan = fftw_plan_guru_dft_c2r(1, &k->dim, k->hrank, k->how, in, out, flags);
         break;
+    case P3_R2R_COS:
+    case P3_R2R_SIN: {
+        fftw_r2r_kind r2r = k->kind == P3_R2R_COS ? FFTW_REDFT00 : FFTW_RODFT00;
+        plan = fftw_plan_guru_r2r(1, &k->dim, k->hrank, k->how, in, out, &r2r, flags);
+        break;
+    }
     }
 done:
     fftw_free(in);
@@ -131,6 +146,10 @@ static void execute(fftw_plan plan, p3_kind_t kind, void *in, void *out)
     case P3_C2R:
         fftw_execute_dft_c2r(plan, in, out);
         break;
+    case P3_R2R_COS:
+    case P3_R2R_SIN:
+        fftw_execute_r2r(plan, in, out);
+        break;
     }
 }
 
@@ -147,11 +166,26 @@ static int chunk_lines(const p3_stage_t *st)
     return (per + g - 1) / g * g;
 }
 
-int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out)
+/* A cosine or sine stage in units of doubles: every stride doubles. */
+static void stage_in_doubles(p3_stage_t *st)
 {
-    int per = chunk_lines(st), first;
+    fftw_iodim *d[3] = {&st->dim, &st->how[0], &st->how[1]};
+    int i;
+    for (i = 0; i < 3; i++) {
+        d[i]->is *= 2;
+        d[i]->os *= 2;
+    }
+}
+
+int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
+{
+    p3_stage_t s = *stage, *st = &s;
+    int per, first;
     plan_key_t k;
 
+    if (is_r2r(st->kind))
+        stage_in_doubles(st);
+    per = chunk_lines(st);
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
     k.kind = st->kind;
     k.rank = !st->skip;
@@ -159,7 +193,11 @@ int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out)
     k.how[0] = st->how[0];
     k.how[1] = st->how[1];
     k.hrank = 2;
-    if (st->skip) {
+    if (is_r2r(st->kind)) {
+        /* the real and the imaginary part of each complex value */
+        k.how[2] = (fftw_iodim){2, 1, 1};
+        k.hrank = 3;
+    } else if (st->skip) {
         /* a copy: FFTW's rank-0 transform over the line as one more repetition */
         k.how[2] = st->dim;
         k.hrank = 3;

@@ -29,10 +29,18 @@ typedef struct {
     int *n, *s; /* sizes and 0-based starts, p of each */
 } p3_split_t;
 
+/* What an op letter asks for along its dimension: a Fourier transform
+ * ('f', 't'), nothing ('n', '0'), or, along Z only, a cosine ('c') or sine
+ * ('s') transform of the real and of the imaginary parts. */
+typedef enum { P3_OP_FFT = 0, P3_OP_NONE, P3_OP_COS, P3_OP_SIN } p3_op_t;
+
 /* One FFTW stage: a 1D transform (or, skipped, a copy) along dim, repeated
  * over how[0] x how[1] lines; executed in chunks of how[0], with the Y-Z
- * transport progressed between chunks. Strides in elements of each side. */
-typedef enum { P3_C2C_FWD = 0, P3_C2C_BWD, P3_R2C, P3_C2R } p3_kind_t;
+ * transport progressed between chunks. Strides in elements of each side.
+ * P3_R2R_COS and P3_R2R_SIN read and write complex arrays (strides in complex
+ * elements, as c2c) and apply FFTW's REDFT00 or RODFT00 of dim.n points to
+ * the real parts and to the imaginary parts separately. */
+typedef enum { P3_C2C_FWD = 0, P3_C2C_BWD, P3_R2C, P3_C2R, P3_R2R_COS, P3_R2R_SIN } p3_kind_t;
 typedef struct {
     p3_kind_t kind;
     int skip;           /* 1: copy instead of transform (op letter 'n') */
@@ -111,13 +119,15 @@ fftw_complex *p3_yz_sbuf(const p3_t *p, int dir, int slot, int slab);
 fftw_complex *p3_yz_rbuf(const p3_t *p, int dir, int slot, int slab);
 
 /* p3_pipeline.c */
+/* op: what to do along X, Y, Z (X is always r2c / c2r). */
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
-               size_t out_stride, int nv, const int skip[3]);
+               size_t out_stride, int nv, const p3_op_t op[3]);
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
-                size_t out_stride, int nv, const int skip[3]);
-/* Collective: one forward and backward transform on zeros, so that every
- * plan is made (FFTW_MEASURE takes a while) before the application times it,
- * as upstream plans in its set-up. Zeroes the timers. */
+                size_t out_stride, int nv, const p3_op_t op[3]);
+/* Collective: forward and backward transforms on zeros, one pair for each
+ * kind of Z transform (Fourier, cosine, sine), so that every plan is made
+ * (FFTW_MEASURE takes a while) before the application times it, as upstream
+ * plans in its set-up. Zeroes the timers. */
 int p3_warmup(p3_t *p);
 
 #endif

@@ -122,6 +122,20 @@ static zview_t zview(const p3_t *p, fftw_complex *block, int xs)
     return v;
 }
 
+/* The Z stage for op letter zop: a Fourier transform in direction fourier,
+ * a copy ('n'), or the cosine or sine transform, which is the same stage in
+ * both directions (REDFT00 and RODFT00 are their own inverses up to scale). */
+static p3_stage_t z_stage(p3_op_t zop, p3_kind_t fourier, fftw_iodim dim, fftw_iodim lines,
+                          fftw_iodim xs)
+{
+    p3_stage_t st = {fourier, zop == P3_OP_NONE, dim, {lines, xs}};
+    if (zop == P3_OP_COS)
+        st.kind = P3_R2R_COS;
+    else if (zop == P3_OP_SIN)
+        st.kind = P3_R2R_SIN;
+    return st;
+}
+
 /* ---- forward ----------------------------------------------------------------- */
 
 static int fwd_x(p3_t *p, const double *in)
@@ -167,10 +181,11 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
     return rc;
 }
 
-static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, int skip)
+static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
     zview_t z;
+    p3_stage_t st;
     double t = now();
     if ((rc = p3_yz_wait(p, slot)))
         return rc;
@@ -179,45 +194,45 @@ static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, int skip)
     z = zview(p, p3_yz_rbuf(p, P3_FWD, slot, s), xs);
     if (p->jproc > 1)
         yz_copy(p, xs, p3_yz_rbuf(p, P3_FWD, slot, s), 1);
-    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(p->nz, z.zstride, p->iisize * jj),
-                                        {iod(jj, z.ystride, p->iisize), iod(xs, 1, 1)}},
-                      z.base, out + x0);
+    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, z.zstride, p->iisize * jj),
+                 iod(jj, z.ystride, p->iisize), iod(xs, 1, 1));
+    rc = p3_stage_run(p, &st, z.base, out + x0);
     p->timers[7] += now() - t;
     return rc;
 }
 
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
-               size_t out_stride, int nv, const int skip[3])
+               size_t out_stride, int nv, const p3_op_t op[3])
 {
     int j, s, u = 0, rc;
     for (j = 0; j < nv; j++) {
         if ((rc = fwd_x(p, in + (size_t)j * in_stride)))
             return rc;
         for (s = 0; s < p->nslab; s++, u++) {
-            if ((rc = fwd_y_start(p, u % P3_SLOTS, s, skip[1])))
+            if ((rc = fwd_y_start(p, u % P3_SLOTS, s, op[1] == P3_OP_NONE)))
                 return rc;
             if (u > 0) {
                 int pu = u - 1, pj = pu / p->nslab;
                 if ((rc = fwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
-                                     out + (size_t)pj * out_stride, skip[2])))
+                                     out + (size_t)pj * out_stride, op[2])))
                     return rc;
             }
         }
     }
     return fwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
-                      out + (size_t)(nv - 1) * out_stride, skip[2]);
+                      out + (size_t)(nv - 1) * out_stride, op[2]);
 }
 
 /* ---- backward ---------------------------------------------------------------- */
 
-static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, int skip)
+static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
     zview_t z = zview(p, p3_yz_sbuf(p, P3_BWD, slot, s), xs);
     double t = now();
-    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(p->nz, p->iisize * jj, z.zstride),
-                                        {iod(jj, p->iisize, z.ystride), iod(xs, 1, 1)}},
-                      (void *)(in + x0), z.base);
+    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, z.zstride),
+                            iod(jj, p->iisize, z.ystride), iod(xs, 1, 1));
+    rc = p3_stage_run(p, &st, (void *)(in + x0), z.base);
     if (rc)
         return rc;
     if (p->jproc > 1)
@@ -272,27 +287,30 @@ static int bwd_finish(p3_t *p, int slot, int s, double *out, int skip)
 }
 
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
-                size_t out_stride, int nv, const int skip[3])
+                size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int j, s, u = 0, rc;
+    int j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
     for (j = 0; j < nv; j++)
         for (s = 0; s < p->nslab; s++, u++) {
-            if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, skip[2])))
+            if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, op[2])))
                 return rc;
             if (u > 0) {
                 int pu = u - 1;
                 if ((rc = bwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
-                                     out + (size_t)(pu / p->nslab) * out_stride, skip[1])))
+                                     out + (size_t)(pu / p->nslab) * out_stride, yskip)))
                     return rc;
             }
         }
     return bwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
-                      out + (size_t)(nv - 1) * out_stride, skip[1]);
+                      out + (size_t)(nv - 1) * out_stride, yskip);
 }
 
 int p3_warmup(p3_t *p)
 {
-    static const int no_skip[3] = {0, 0, 0};
+    /* Fourier transforms only: most codes never ask for the cosine or sine
+     * transform, whose plans are made (on scratch arrays) by the first
+     * transform that uses them. */
+    static const p3_op_t fourier[3] = {P3_OP_FFT, P3_OP_FFT, P3_OP_FFT};
     size_t nr = (size_t)p->nx * p->jisize * p->kjsize, nc = (size_t)p->iisize * p->jjsize * p->nz;
     double *r = fftw_alloc_real(nr > 0 ? nr : 1);
     fftw_complex *c = fftw_alloc_complex(nc > 0 ? nc : 1);
@@ -304,9 +322,9 @@ int p3_warmup(p3_t *p)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the planning transform");
     }
     memset(r, 0, sizeof(double) * nr);
-    rc = p3_forward(p, r, 0, c, 0, 1, no_skip);
+    rc = p3_forward(p, r, 0, c, 0, 1, fourier);
     if (rc == P3DFFT_OK)
-        rc = p3_backward(p, c, 0, r, 0, 1, no_skip);
+        rc = p3_backward(p, c, 0, r, 0, 1, fourier);
     fftw_free(r);
     fftw_free(c);
     memset(p->timers, 0, sizeof(p->timers));

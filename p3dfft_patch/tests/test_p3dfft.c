@@ -1,12 +1,14 @@
 /*
  * Multi-rank tests of the P3DFFT-compatible library: every rank compares its
- * part of the distributed forward transform with a serial FFTW 3D r2c of the
- * whole input (which every rank can build, as the input is a function of the
- * global index), checks backward(forward(x)) = N x, the sine test's four
+ * part of the distributed forward transform with a serial FFTW transform of
+ * the whole input (which every rank can build, as the input is a function of
+ * the global index), checks backward(forward(x)) = N x, the sine test's four
  * spectral entries, and the errors bad input gets. Sizes 16^3, 17x18x19 and
  * 32^3; every processor grid 1 x n, n x 1 (and 2 x 2 on 4 ranks); nv = 1..3;
  * every transpose mode, also switched after set-up; the slab pipeline with 1
- * and 3 slabs.
+ * and 3 slabs. The cosine and sine transforms along Z ("ffc" / "cff", "ffs" /
+ * "sff") against the serial r2c in X, c2c in Y and REDFT00 / RODFT00 along Z
+ * of the real and imaginary parts, nv = 2.
  */
 #include <complex.h>
 #include <fftw3.h>
@@ -75,19 +77,40 @@ static double sine_at(const grid_t *g, int v, long x, long y, long z)
     return sine_input(g, x, y, z);
 }
 
-/* Serial reference: the whole r2c spectrum, index (kz * ny + ky) * nxh + kx. */
-static fftw_complex *reference(const grid_t *g, int v)
+/* The Z transforms under test: op letter, and the round-trip factor along Z
+ * (Fourier nz, REDFT00 2(nz-1), RODFT00 2(nz+1)). */
+enum { ZF = 0, ZC, ZS, NZOPS };
+static const char zletter[NZOPS] = {'f', 'c', 's'};
+
+static double z_roundtrip(int zop, int nz)
 {
-    long nx = g->n[0], ny = g->n[1], nz = g->n[2], nxh = nx / 2 + 1, x, y, z;
-    double *r = fftw_alloc_real((size_t)(nx * ny * nz));
-    fftw_complex *c = fftw_alloc_complex((size_t)(nxh * ny * nz));
-    fftw_plan plan = fftw_plan_dft_r2c_3d((int)nz, (int)ny, (int)nx, r, c, FFTW_ESTIMATE);
+    return zop == ZF ? nz : zop == ZC ? 2.0 * (nz - 1) : 2.0 * (nz + 1);
+}
+
+/* Serial reference, index (kz * ny + ky) * nxh + kx: the 2D r2c of every XY
+ * plane, then along Z the c2c, or the r2r of the real and imaginary parts. */
+static fftw_complex *reference(const grid_t *g, int v, int zop)
+{
+    int nx = g->n[0], ny = g->n[1], nz = g->n[2], nxh = nx / 2 + 1, plane = nxh * ny;
+    long x, y, z;
+    double *r = fftw_alloc_real((size_t)nx * ny * nz);
+    fftw_complex *c = fftw_alloc_complex((size_t)plane * nz);
+    fftw_r2r_kind kind = zop == ZC ? FFTW_REDFT00 : FFTW_RODFT00;
+    fftw_plan xy = fftw_plan_many_dft_r2c(2, (int[]){ny, nx}, nz, r, NULL, 1, nx * ny, c, NULL,
+                                          1, plane, FFTW_ESTIMATE);
+    fftw_plan zp = zop == ZF ? fftw_plan_many_dft(1, &nz, plane, c, NULL, plane, 1, c, NULL, plane,
+                                                  1, FFTW_FORWARD, FFTW_ESTIMATE)
+                             : fftw_plan_many_r2r(1, &nz, 2 * plane, (double *)c, NULL, 2 * plane,
+                                                  1, (double *)c, NULL, 2 * plane, 1, &kind,
+                                                  FFTW_ESTIMATE);
     for (z = 0; z < nz; z++)
         for (y = 0; y < ny; y++)
             for (x = 0; x < nx; x++)
                 r[(z * ny + y) * nx + x] = input(v, x, y, z);
-    fftw_execute(plan);
-    fftw_destroy_plan(plan);
+    fftw_execute(xy);
+    fftw_execute(zp);
+    fftw_destroy_plan(xy);
+    fftw_destroy_plan(zp);
     fftw_free(r);
     return c;
 }
@@ -144,15 +167,17 @@ static double spectrum_error(const grid_t *g, const fftw_complex *out, const fft
     return max_all(err) / mag;
 }
 
-/* Forward and backward of nv variables, checked against the reference. */
-static void check_transforms(const grid_t *g, int nv, fftw_complex **refs)
+/* Forward ("ff" and the Z letter) and backward (the Z letter and "ff") of nv
+ * variables, checked against the reference; backward(forward(x)) is x times
+ * nx ny and the Z transform's round-trip factor. */
+static void check_transforms(const grid_t *g, int nv, fftw_complex **refs, int zop)
 {
-    unsigned char fw[] = "fft", bw[] = "tff";
+    unsigned char fw[] = {'f', 'f', zletter[zop], 0}, bw[] = {zletter[zop], 'f', 'f', 0};
     size_t rs = rsize(g), cs = csize(g), i;
     double *in = malloc(sizeof(double) * rs * (size_t)nv + 1);
     double *back = malloc(sizeof(double) * rs * (size_t)nv + 1);
     fftw_complex *out = fftw_alloc_complex(cs * (size_t)nv + 1);
-    double N = (double)g->n[0] * g->n[1] * g->n[2];
+    double N = (double)g->n[0] * g->n[1] * z_roundtrip(zop, g->n[2]);
     int v;
 
     for (v = 0; v < nv; v++)
@@ -160,7 +185,7 @@ static void check_transforms(const grid_t *g, int nv, fftw_complex **refs)
     CHECK_P3(Cp3dfft_ftran_r2c_many(in, (int)rs, (double *)out, (int)cs, nv, fw));
     for (v = 0; v < nv; v++) {
         double e = spectrum_error(g, out + cs * (size_t)v, refs[v]);
-        CHECK(e < 1e-12, "variable %d: forward relative error %g", v, e);
+        CHECK(e < 1e-12, "%s variable %d: forward relative error %g", fw, v, e);
     }
     CHECK_P3(Cp3dfft_btran_c2r_many((double *)out, (int)cs, back, (int)rs, nv, bw));
     {
@@ -168,7 +193,7 @@ static void check_transforms(const grid_t *g, int nv, fftw_complex **refs)
         for (i = 0; i < rs * (size_t)nv; i++)
             err = fmax(err, fabs(back[i] - N * in[i]));
         err = max_all(err) / N;
-        CHECK(err < 1e-12, "backward(forward(x)) - N x: relative error %g", err);
+        CHECK(err < 1e-12, "%s(%s(x)) - N x: relative error %g", bw, fw, err);
     }
     free(in);
     free(back);
@@ -221,7 +246,7 @@ static void check_errors(void)
     int dims[2] = {1, nproc}, mem[3], s[3], e[3], n = 8;
     int comm = MPI_Comm_c2f(MPI_COMM_WORLD);
     double a[4], t[P3DFFT_NTIMERS];
-    unsigned char fw[] = "fft", bad[] = "fxt", cos_op[] = "ffc";
+    unsigned char fw[] = "fft", bad[] = "fxt", cos_x[] = "cff", sin_y[] = "fsf", cos_z[] = "ffc";
 
     snprintf(tag, sizeof(tag), "errors");
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, fw), "Cp3dfft_setup");
@@ -255,7 +280,11 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_btran_c2r(NULL, a, fw), "in");
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, NULL), "op");
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, bad), "op[1]");
-    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, cos_op), "not supported");
+    /* cosine and sine along Z only: op[2] forward, op[0] backward */
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, cos_x), "op[0] = 'c'");
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, sin_y), "op[1] = 's'");
+    CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, cos_z), "op[2] = 'c'");
+    CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, sin_y), "op[1] = 's'");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1, a + 2, 1, 2, fw), "dim_in");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1 << 20, a + 2, 1 << 20, 0, fw), "nv");
     /* refused on one rank only: refused on all, none left waiting in a transpose */
@@ -266,6 +295,12 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 4), "conf");
     CHECK_FAILS(Cp3dfft_get_dims(NULL, e, s, 1), "start");
     CHECK_P3(Cget_timers(t));
+    CHECK_P3(Cp3dfft_clean());
+
+    /* REDFT00 needs two points along Z */
+    dims[0] = nproc, dims[1] = 1;
+    CHECK_P3(Cp3dfft_setup(dims, n, n, 1, comm, n, n, 1, 0, mem));
+    CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, cos_z), "nz >= 2");
     CHECK_P3(Cp3dfft_clean());
 }
 
@@ -291,9 +326,12 @@ int main(int argc, char **argv)
         grids[ngrid][0] = 2, grids[ngrid++][1] = 2;
 
     for (si = 0; si < 3; si++) {
-        fftw_complex *refs[3];
-        for (v = 0; v < 3; v++)
-            refs[v] = reference(&(grid_t){.n = {sizes[si][0], sizes[si][1], sizes[si][2]}}, v);
+        const grid_t whole = {.n = {sizes[si][0], sizes[si][1], sizes[si][2]}};
+        fftw_complex *refs[NZOPS][3];
+        int z;
+        for (z = 0; z < NZOPS; z++)
+            for (v = 0; v < 3; v++)
+                refs[z][v] = reference(&whole, v, z);
         for (gi = 0; gi < ngrid; gi++)
             for (mi = 0; mi < 3; mi++) {
                 snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s", sizes[si][0], sizes[si][1],
@@ -309,7 +347,13 @@ int main(int argc, char **argv)
                         snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d nv %d",
                                  sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
                                  grids[gi][1], modes[mi], slabs, nv);
-                        check_transforms(&g, nv, refs);
+                        check_transforms(&g, nv, refs[ZF], ZF);
+                    }
+                    for (z = ZC; z < NZOPS; z++) {
+                        snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d op ff%c",
+                                 sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
+                                 grids[gi][1], modes[mi], slabs, zletter[z]);
+                        check_transforms(&g, 2, refs[z], z);
                     }
                 }
                 if (si == 1) {
@@ -322,12 +366,13 @@ int main(int argc, char **argv)
                     CHECK_P3(Cp3dfft_set_transpose(next));
                     CHECK(strcmp(Cp3dfft_get_transpose(), next) == 0, "mode %s",
                           Cp3dfft_get_transpose());
-                    check_transforms(&g, 2, refs);
+                    check_transforms(&g, 2, refs[ZF], ZF);
                 }
                 CHECK_P3(Cp3dfft_clean());
             }
-        for (v = 0; v < 3; v++)
-            fftw_free(refs[v]);
+        for (z = 0; z < NZOPS; z++)
+            for (v = 0; v < 3; v++)
+                fftw_free(refs[z][v]);
     }
     return check_finish("test_p3dfft");
 }
