@@ -4,7 +4,8 @@
  * progress pattern of a real application). Plans are made on first use on
  * scratch arrays (FFTW_MEASURE overwrites its arrays) and cached by their
  * geometry. User arrays may lack FFTW's SIMD alignment: each geometry has an
- * aligned plan (made at set-up) and, where an array needs it, an
+ * aligned plan (made at set-up for the Fourier stages, on first use for the
+ * cosine and sine ones) and, where an array needs it, an
  * FFTW_UNALIGNED one (made on first use; it runs markedly slower).
  * The cosine and sine stages see a complex array as pairs of doubles: the
  * plan's strides are doubled, and one more repetition of 2 (stride 1) takes

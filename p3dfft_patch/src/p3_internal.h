@@ -124,10 +124,10 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3]);
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
                 size_t out_stride, int nv, const p3_op_t op[3]);
-/* Collective: forward and backward transforms on zeros, one pair for each
- * kind of Z transform (Fourier, cosine, sine), so that every plan is made
- * (FFTW_MEASURE takes a while) before the application times it, as upstream
- * plans in its set-up. Zeroes the timers. */
+/* Collective: one forward and backward Fourier transform on zeros, so that
+ * its plans are made (FFTW_MEASURE takes a while) before the application
+ * times it, as upstream plans in its set-up; the cosine and sine plans are
+ * left to their first use. Zeroes the timers. */
 int p3_warmup(p3_t *p);
 
 #endif
