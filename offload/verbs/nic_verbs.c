@@ -382,10 +382,9 @@ static oc_status_t vb_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out,
 
 static void vb_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
 {
-    vb_nic_t *nic = (vb_nic_t *)base;
+    (void)base;
     if (mem == NULL)
         return;
-    vb_mr_invalidate(&nic->mrs, mem->addr, mem->size ? mem->size : 1);
     ibv_dereg_mr(mem->mr);
     free(mem->addr);
     free(mem);
@@ -490,16 +489,17 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
         free(nic);
         return oc_error(st, "%s", info);
     }
-    nic->mrs.pd = nic->dev.pd;
+    vb_mr_cache_init(&nic->mrs, nic->dev.pd, 1);
     st = vb_trigger_open(nic);
     if (st != OC_OK) {
         snprintf(info, size, "%s", oc_last_error());
         vb_destroy(&nic->base);
         return st;
     }
-    snprintf(info, size, "%s port %u (%s, LID %u), trigger: %s", nic->dev.name,
-             nic->dev.addr.port, nic->dev.addr.ethernet ? "RoCE" : "InfiniBand",
-             nic->dev.addr.lid, nic->trig.why);
+    snprintf(info, size, "%s port %u (%s, LID %u), trigger: %s, registration cache: %s",
+             nic->dev.name, nic->dev.addr.port, nic->dev.addr.ethernet ? "RoCE" : "InfiniBand",
+             nic->dev.addr.lid, nic->trig.why,
+             nic->mrs.hooked ? "on" : "off (no UCX memory events)");
     *out = &nic->base;
     return OC_OK;
 }

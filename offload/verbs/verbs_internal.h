@@ -7,12 +7,14 @@
  *   verbs_proto.c   the two-sided protocol of collectives and control messages
  *   verbs_trigger.c the loopback trigger QP and its two variants
  *
- * Everything runs on the one thread that owns the backend instance.
+ * Everything runs on the one thread that owns the backend instance, except
+ * the registration cache's unmap hook (any thread that unmaps memory).
  */
 #ifndef VERBS_INTERNAL_H
 #define VERBS_INTERNAL_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "oc_nic.h"
@@ -62,22 +64,28 @@ struct vb_mr {
     struct ibv_mr *mr;
     int access;            /* ibv_access_flags it was registered with */
     unsigned refs;         /* WRs or receives using it */
-    int stale;             /* memory released: deregister at the last put */
+    int stale;             /* pages unmapped: never handed out again */
 };
 
 typedef struct {
     struct ibv_pd *pd;
+    pthread_mutex_t lock;  /* the list and counts: the unmap hook runs in any thread */
     vb_mr_t *head;         /* most recently used first */
-    unsigned count;
+    unsigned count, nstale;
+    int hooked;            /* told of unmapped memory: entries outlive their use */
 } vb_mr_cache_t;
 
+/* Empty cache on pd. With hooks, asks UCX's memory events (libucm) to report
+ * unmapped memory, and keeps registrations after their last use; without
+ * them, or where the events are off (UCX_MEM_EVENTS=no), a registration
+ * lives only while a transfer uses it. c->hooked says which. */
+void vb_mr_cache_init(vb_mr_cache_t *c, struct ibv_pd *pd, int hooks);
 /* A registration covering [addr, addr+len) (writable: by the network), held
  * until vb_mr_put. */
 oc_status_t vb_mr_get(vb_mr_cache_t *c, const void *addr, size_t len, int writable,
                       vb_mr_t **out);
 void vb_mr_put(vb_mr_cache_t *c, vb_mr_t *m);
-/* Memory at [addr, addr+len) goes away: drop the registrations on it. */
-void vb_mr_invalidate(vb_mr_cache_t *c, const void *addr, size_t len);
+/* Removes the hook, then deregisters everything; nothing may be held. */
 void vb_mr_cache_fini(vb_mr_cache_t *c);
 
 /* ---- send work requests and queue pairs (verbs_qp.c) ----------------------- */

@@ -43,6 +43,7 @@ int softverbs_post_wait(struct ibv_qp *qp, struct ibv_cq *cq, uint32_t count, ui
 /* What softverbs_query_stats() reports. */
 struct softverbs_stats {
     uint64_t rnr_naks; /* RNR NAKs received by requesters: on a NIC, each costs a retry delay */
+    uint64_t mr_registrations; /* successful ibv_reg_mr calls: each pins pages, tens of us on a NIC */
 };
 
 /*

@@ -179,6 +179,7 @@ struct sv_ctx {
     struct sv_async *async_head, *async_tail;
     int objects; /* PDs, MRs, CQs, QPs, channels still allocated */
     uint64_t rnr_naks; /* received by this context's requesters */
+    uint64_t mr_registrations; /* successful ibv_reg_mr calls */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)
@@ -202,6 +203,8 @@ void sv_async_raise(struct sv_ctx *ctx, const struct ibv_async_event *event);
 struct sv_mr *sv_mr_find(struct sv_ctx *ctx, uint32_t key);
 /* The virtual address of [iova, iova+len) in mr, or NULL when outside. */
 void *sv_mr_translate(const struct sv_mr *mr, uint64_t iova, uint64_t len);
+/* Successful registrations of every context this process opened. */
+uint64_t sv_mr_registrations_total(void);
 
 /* The data-path calls that verbs.h inlines through ibv_context.ops. */
 int sv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);

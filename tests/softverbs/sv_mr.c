@@ -6,7 +6,16 @@
 #include "sv_internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+/* Outlives the contexts, as the RNR NAK count does. */
+static _Atomic uint64_t sv_process_mr_registrations;
+
+uint64_t sv_mr_registrations_total(void)
+{
+    return atomic_load(&sv_process_mr_registrations);
+}
 
 static const unsigned int sv_known_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                             IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -60,7 +69,9 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
     mr->next = ctx->mrs;
     ctx->mrs = mr;
     ctx->objects++;
+    ctx->mr_registrations++;
     pthread_mutex_unlock(&ctx->lock);
+    atomic_fetch_add(&sv_process_mr_registrations, 1);
     return &mr->ibv;
 }
 

@@ -195,6 +195,7 @@ SV_EXPORT int softverbs_query_stats(struct ibv_context *context, struct softverb
     }
     if (context == NULL) {
         stats->rnr_naks = atomic_load(&sv_process_rnr_naks);
+        stats->mr_registrations = sv_mr_registrations_total();
         return 0;
     }
     if (!sv_is_ours(context)) {
@@ -203,6 +204,7 @@ SV_EXPORT int softverbs_query_stats(struct ibv_context *context, struct softverb
     struct sv_ctx *ctx = sv_ctx_of(context);
     pthread_mutex_lock(&ctx->lock);
     stats->rnr_naks = ctx->rnr_naks;
+    stats->mr_registrations = ctx->mr_registrations;
     pthread_mutex_unlock(&ctx->lock);
     return 0;
 }

@@ -55,6 +55,7 @@ static void device_and_ports(void **state)
     struct softverbs_stats stats = {.rnr_naks = 99};
     assert_int_equal(softverbs_query_stats(a, &stats), 0);
     assert_int_equal(stats.rnr_naks, 0); /* a new context has counted nothing */
+    assert_int_equal(stats.mr_registrations, 0);
     assert_int_equal(softverbs_query_stats(a, NULL), EINVAL);
     assert_int_equal(softverbs_query_stats(NULL, NULL), EINVAL);
     assert_int_equal(ibv_close_device(a), 0);
@@ -154,6 +155,14 @@ static void bad_arguments(void **state)
     errno = 0;
     assert_null(ibv_reg_mr(n.pd, buf, sizeof buf, IBV_ACCESS_REMOTE_WRITE));
     assert_int_equal(errno, EINVAL);
+    struct softverbs_stats stats;
+    assert_int_equal(softverbs_query_stats(n.ctx, &stats), 0);
+    assert_int_equal(stats.mr_registrations, 0); /* refused ones do not count */
+    struct ibv_mr *ro = ibv_reg_mr(n.pd, buf, sizeof buf, 0);
+    assert_non_null(ro);
+    assert_int_equal(softverbs_query_stats(n.ctx, &stats), 0);
+    assert_int_equal(stats.mr_registrations, 1);
+    assert_int_equal(ibv_dereg_mr(ro), 0);
     assert_null(ibv_create_cq(n.ctx, 0, NULL, NULL, 0));
     assert_null(ibv_create_cq(n.ctx, 4, NULL, NULL, 1)); /* one vector only */
     assert_null(ibv_create_cq(NULL, 4, NULL, NULL, 0));
