@@ -55,6 +55,11 @@ const char *oc_status_string(oc_status_t status);
  *  The string is owned by the library and valid until the thread's next call. */
 const char *oc_last_error(void);
 
+/** Makes detail (copied) the calling thread's oc_last_error() and returns
+ *  status: for layers on top of offcoll, such as the helpers of
+ *  offcoll_mpi.h, to report their own argument errors the same way. */
+oc_status_t oc_set_last_error(oc_status_t status, const char *detail);
+
 typedef struct oc_context oc_context_t;
 typedef struct oc_team oc_team_t;
 typedef struct oc_request oc_request_t;

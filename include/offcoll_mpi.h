@@ -27,8 +27,11 @@ static inline oc_status_t oc_team_create_mpi(oc_context_t *ctx, MPI_Comm comm,
 {
     oc_team_params_t p;
     int rank, size;
-    if (comm == MPI_COMM_NULL)
-        return OC_ERR_INVALID_ARG;
+    if (comm == MPI_COMM_NULL) {
+        if (team != NULL)
+            *team = NULL;
+        return oc_set_last_error(OC_ERR_INVALID_ARG, "oc_team_create_mpi: comm is MPI_COMM_NULL");
+    }
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     p.rank = rank;

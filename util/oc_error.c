@@ -29,6 +29,11 @@ const char *oc_last_error(void)
     return last_error;
 }
 
+oc_status_t oc_set_last_error(oc_status_t status, const char *detail)
+{
+    return oc_error(status, "%s", detail != NULL ? detail : "");
+}
+
 oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
 {
     va_list ap;

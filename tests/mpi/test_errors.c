@@ -126,6 +126,16 @@ static void mismatched_counts(oc_team_t *team)
     free(s); free(r); free(sc); free(rc); free(d);
 }
 
+/* Refused locally, before any communication; *team is cleared. */
+static void null_communicator(oc_context_t *ctx)
+{
+    oc_team_t *team = (oc_team_t *)&team;
+
+    CHECK_ERR(oc_team_create_mpi(ctx, MPI_COMM_NULL, &team), OC_ERR_INVALID_ARG,
+              "comm is MPI_COMM_NULL");
+    CHECK(team == NULL, "a refused creation left *team set");
+}
+
 /* The last rank has no context, as after a failed oc_init: it still takes
  * part, and the others return an error naming it. */
 static void member_without_context(oc_context_t *ctx)
@@ -155,6 +165,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     for (m = 0; m < 2; m++) {
         ctx = check_open(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, 60, NULL);
+        null_communicator(ctx);
         member_without_context(ctx);
         CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
         bad_arguments(team);
