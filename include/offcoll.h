@@ -338,8 +338,9 @@ typedef struct {
 
 /** Creates a plan collectively over team for nfields fields (1 to
  *  OC_WIN_MAX_COUNTERS / 6; each member passes its own extents, and
- *  neighbours must agree on the extents they share). A plan refused by one
- *  member is refused by all. The fields' arrays must stay valid until
+ *  neighbours must agree on the extents they share). A plan refused or
+ *  failed (out of memory) on one member fails on all, with an error naming
+ *  it; only team or halo NULL return at once. The fields' arrays must stay valid until
  *  oc_halo_free. */
 oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
                            const oc_halo_field_t *fields, int nfields, oc_halo_t **halo);

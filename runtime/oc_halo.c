@@ -6,6 +6,7 @@
 #include "halo/oc_halo_sched.h"
 #include "oc_error.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ static const char *const side_name[3][2] = {{"-x", "+x"}, {"-y", "+y"}, {"-z", "
 static unsigned field_dims(const oc_halo_field_t *x)
 {
     return x->dim_mask != 0 ? x->dim_mask : 7u;
+}
+
+/* Whether the field's array, ghosts included, could exist: strides and box
+ * sizes are computed in ptrdiff_t and size_t without further checks. */
+static int addressable(const oc_halo_field_t *x, unsigned w)
+{
+    size_t bytes = x->elem_size;
+    int d;
+    for (d = 0; d < 3; d++)
+        if (__builtin_mul_overflow(bytes, x->n[d] + 2 * (size_t)w, &bytes))
+            return 0;
+    return bytes <= PTRDIFF_MAX;
 }
 
 static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
@@ -100,6 +113,11 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
                                 "width is at most the interior extent along a dimension with "
                                 "neighbours)", fn, p->width, f, d, x->n[d]);
         }
+        if (!addressable(x, p->width))
+            return oc_error(OC_ERR_INVALID_ARG,
+                            "%s: fields[%d].n %zux%zux%zu with ghosts of width %u make an "
+                            "array larger than the address space", fn, f, x->n[0], x->n[1],
+                            x->n[2], p->width);
     }
     return OC_OK;
 }
@@ -147,15 +165,56 @@ static oc_status_t check_pairs(const oc_halo_t *h)
     return OC_OK;
 }
 
-/* Local checks, then a vote: a plan refused anywhere is refused everywhere. */
-static oc_status_t agree(oc_halo_t *h, const oc_halo_params_t *p, const oc_halo_field_t *fields,
-                         int nfields)
+/* What a member can set up alone: the geometry, its row of the extents
+ * table, the fields and their pack buffers. Done before the vote, so that a
+ * member short of memory fails the plan everywhere. */
+static oc_status_t prepare(oc_halo_t *h, const oc_halo_params_t *p, const oc_halo_field_t *fields,
+                           int nfields)
 {
     oc_team_t *team = h->team;
+    oc_halo_ext_t *e;
+    size_t bytes;
+    int f, d;
+
+    memcpy(h->g.dims, p->dims, sizeof(h->g.dims));
+    for (d = 0; d < 3; d++)
+        h->g.periodic[d] = p->periodic[d] != 0;
+    h->g.w = p->width;
+    h->g.corners = p->corners != 0;
+    h->g.nfields = nfields;
+    h->g.size = team->size;
+    h->ext = calloc((size_t)team->size * (size_t)nfields, sizeof(*h->ext));
+    h->fields = calloc((size_t)nfields, sizeof(*h->fields));
+    if (h->ext == NULL || h->fields == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d fields on %d ranks", nfields,
+                        team->size);
+    e = &h->ext[(size_t)team->rank * (size_t)nfields];
+    for (f = 0; f < nfields; f++) {
+        memcpy(e[f].n, fields[f].n, sizeof(e[f].n));
+        e[f].es = fields[f].elem_size;
+        e[f].dims = field_dims(&fields[f]);
+        bytes = oc_halo_pack_bytes(&h->g, team->rank, &e[f]);
+        h->fields[f].pack = malloc(bytes + 1);
+        if (h->fields[f].pack == NULL)
+            return oc_error(OC_ERR_NO_MEMORY,
+                            "oc_halo_create: pack buffer of fields[%d] (%zu bytes)", f, bytes);
+    }
+    return OC_OK;
+}
+
+/* Local checks and set-up, then a vote: a plan refused anywhere is refused
+ * everywhere. h is NULL when this member could not allocate it. */
+static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *p,
+                         const oc_halo_field_t *fields, int nfields)
+{
     halo_hello_t mine, *all;
     oc_status_t st = check_local(team, p, fields, nfields), xst;
     char detail[512];
     int r, d;
+
+    if (st == OC_OK)
+        st = h != NULL ? prepare(h, p, fields, nfields)
+                       : oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: plan");
 
     snprintf(detail, sizeof(detail), "%s", oc_last_error());
     memset(&mine, 0, sizeof(mine));
@@ -211,16 +270,12 @@ static void timeout_report(oc_request_t *req);
 static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f)
 {
     halo_field_t *hf = &h->fields[f];
-    const oc_halo_ext_t *e = &h->ext[(size_t)h->team->rank * (size_t)h->g.nfields + (size_t)f];
     oc_halo_field_ctx_t c = {&h->g, h->team->rank, h->ext, x->data, NULL, h->win};
     oc_status_t st = OC_OK;
     int p;
 
     hf->halo = h;
     hf->index = f;
-    hf->pack = malloc(oc_halo_pack_bytes(&h->g, h->team->rank, e) + 1);
-    if (hf->pack == NULL)
-        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: pack buffer of field %d", f);
     c.pack = hf->pack;
     for (p = 0; p < 2 && st == OC_OK; p++) {
         oc_sched_t s;
@@ -257,10 +312,9 @@ static void halo_destroy(oc_halo_t *h)
 oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
                            const oc_halo_field_t *fields, int nfields, oc_halo_t **out)
 {
-    oc_halo_ext_t *mine;
     oc_halo_t *h;
     oc_status_t st;
-    int f, d;
+    int f;
 
     if (out != NULL)
         *out = NULL;
@@ -269,38 +323,12 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
     if (out == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_halo_create: halo is NULL");
     h = calloc(1, sizeof(*h));
-    if (h == NULL)
-        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: plan");
-    h->team = team;
-    st = agree(h, params, fields, nfields);
-    if (st != OC_OK) {
-        free(h);
-        return st;
-    }
-    memcpy(h->g.dims, params->dims, sizeof(h->g.dims));
-    for (d = 0; d < 3; d++)
-        h->g.periodic[d] = params->periodic[d] != 0;
-    h->g.w = params->width;
-    h->g.corners = params->corners != 0;
-    h->g.nfields = nfields;
-    h->g.size = team->size;
-
-    h->ext = calloc((size_t)team->size * (size_t)nfields, sizeof(*h->ext));
-    mine = calloc((size_t)nfields, sizeof(*mine));
-    h->fields = calloc((size_t)nfields, sizeof(*h->fields));
-    if (h->ext == NULL || mine == NULL || h->fields == NULL) {
-        free(mine);
-        halo_destroy(h);
-        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d fields on %d ranks", nfields,
-                        team->size);
-    }
-    for (f = 0; f < nfields; f++) {
-        memcpy(mine[f].n, fields[f].n, sizeof(mine[f].n));
-        mine[f].es = fields[f].elem_size;
-        mine[f].dims = field_dims(&fields[f]);
-    }
-    st = oc_team_allgather(team, mine, (size_t)nfields * sizeof(*mine), h->ext);
-    free(mine);
+    if (h != NULL)
+        h->team = team;
+    st = agree(team, h, params, fields, nfields);
+    if (st == OC_OK) /* the own row is copied out before the table is written */
+        st = oc_team_allgather(team, &h->ext[(size_t)team->rank * (size_t)nfields],
+                               (size_t)nfields * sizeof(*h->ext), h->ext);
     if (st == OC_OK)
         st = check_pairs(h);
     if (st == OC_OK)
@@ -309,12 +337,17 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
             oc_halo_landing(&h->g, team->rank, &h->ext[(size_t)team->rank * (size_t)nfields],
                             nfields, 0, 0, 0),
             (unsigned)nfields * 6, &h->win);
-    for (f = 0; f < nfields && st == OC_OK; f++)
-        st = build_field(h, &fields[f], f);
+    if (st == OC_OK) {
+        for (f = 0; f < nfields && st == OC_OK; f++)
+            st = build_field(h, &fields[f], f);
+        st = oc_team_vote(team, st, "oc_halo_create: failed while building the exchanges");
+    }
     if (st != OC_OK) {
-        if (h->win != NULL)
-            oc_win_free(h->win);
-        halo_destroy(h);
+        if (h != NULL) {
+            if (h->win != NULL)
+                oc_win_free(h->win);
+            halo_destroy(h);
+        }
         return st;
     }
     *out = h;

@@ -493,6 +493,22 @@ static void bad_arguments(oc_team_t *team)
         CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "data");
         f[1].data = keep;
     }
+    f[1].n[0] = f[1].n[1] = f[1].n[2] = (size_t)1 << 30;
+    CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "address space");
+    f[1].n[0] = f[1].n[1] = f[1].n[2] = 2;
+    {
+        /* The last rank cannot allocate a pack buffer (a z face of 2^51
+         * bytes, beyond any address space): every rank fails, naming it. */
+        char needle[64];
+        if (rank == nprocs - 1) {
+            f[1].n[0] = f[1].n[1] = (size_t)1 << 24;
+            snprintf(needle, sizeof(needle), "pack buffer of fields[1]");
+        } else {
+            snprintf(needle, sizeof(needle), "rank %d refused the plan", nprocs - 1);
+        }
+        CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_NO_MEMORY, needle);
+        f[1].n[0] = f[1].n[1] = 2;
+    }
     CHECK(halo == NULL, "a refused oc_halo_create leaves *halo NULL");
 
     CHECK_OC(oc_halo_create(team, &p, f, 2, &halo));
