@@ -882,8 +882,9 @@ static void print_header(const bench_t *b)
            bytes_str(b->sent_per_field, per_field, sizeof(per_field)));
     for (i = 0; i < IMPL_COUNT; i++)
         if (impls[i].ctx != NULL)
-            printf("# offcoll backend of %s: %s\n", impls[i].name,
-                   oc_context_backend_info(impls[i].ctx));
+            printf("# offcoll of %s: backend %s; progress engine (rank 0) %s\n", impls[i].name,
+                   oc_context_backend_info(impls[i].ctx),
+                   oc_context_progress_info(impls[i].ctx));
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
            "exchanges %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
            MIN_TIMED_ITERS, b->o.common.iters);

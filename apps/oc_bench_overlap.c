@@ -473,12 +473,12 @@ static void row_fields(const bench_t *b, const impl_t *im, size_t block, const r
     set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
 }
 
-static void print_header(const bench_t *b, const char *backend)
+static void print_header(const bench_t *b, const char *backend, const char *progress)
 {
     field_t f[C_COUNT];
     printf("# " PROG ": Alltoall overlap, OSU non-blocking-collective procedure, %d ranks\n",
            b->nranks);
-    printf("# offcoll backend: %s\n", backend);
+    printf("# offcoll backend: %s\n# progress engine (rank 0): %s\n", backend, progress);
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
            "iterations %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
            MIN_TIMED_ITERS, b->o.common.iters);
@@ -572,7 +572,7 @@ int main(int argc, char **argv)
             impl_open(&impls[i]);
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
-        print_header(&b, bench_backend(IMPL_COUNT, ctx_of));
+        print_header(&b, bench_backend(IMPL_COUNT, ctx_of), bench_progress(IMPL_COUNT, ctx_of));
         bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
                            bench_backend(IMPL_COUNT, ctx_of),
                            b.o.common.check ? "check=on" : "check=off");

@@ -67,6 +67,7 @@ int main(void)
         return 1;
     }
     printf("Backend in use: %s\n", oc_context_backend_info(ctx));
+    printf("Progress engine: %s\n", oc_context_progress_info(ctx));
     oc_finalize(ctx);
 
     printf("\nConfiguration in force:\n");

@@ -101,6 +101,9 @@ typedef struct {
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
     oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */
+    char progress_cpus[256];      /**< OC_PROGRESS_CPUS: "" (the process's CPUs), "auto"
+                                       (the last of them) or a CPU list ("3,7,12-15",
+                                       entry: the launcher's local rank modulo its length) */
 } oc_config_t;
 
 /** Defaults overridden by the OC_* environment variables. A malformed variable
@@ -142,6 +145,11 @@ oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
  *  RDMA device (ENOSYS: ...))", or "verbs: mlx5_0 port 1 (InfiniBand, LID 7),
  *  trigger: thread (...)"). Owned by the context. */
 const char *oc_context_backend_info(const oc_context_t *ctx);
+
+/** Where the progress engine runs ("thread, on CPU 3 (OC_PROGRESS_CPUS=auto;
+ *  process CPUs 2-3)", "thread, on the process's only CPU 0 ...", "inline:
+ *  ..."): overlap needs a CPU for the thread. Owned by the context. */
+const char *oc_context_progress_info(const oc_context_t *ctx);
 
 /* ---- Teams ---------------------------------------------------------------- */
 

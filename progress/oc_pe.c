@@ -25,6 +25,7 @@ struct oc_pe {
     int stop;
     pthread_t thread;
     clockid_t cpu_clock;
+    char info[192];             /* where the engine runs (oc_pe_info) */
     int have_thread;
     _Atomic double final_cpu_s;
     _Atomic uint64_t lists_posted, tasks_posted, wakeups, requests_started;
@@ -459,7 +460,7 @@ static oc_status_t setup_epoll(oc_pe_t *pe)
 }
 
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
-                         oc_pe_t **out)
+                         const char *cpus, oc_pe_t **out)
 {
     oc_pe_t *pe = calloc(1, sizeof(*pe));
     oc_status_t st;
@@ -488,11 +489,21 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
         }
         pe->have_thread = 1;
         pthread_setname_np(pe->thread, "offcoll-pe");
+        st = oc_pe_bind(pe->thread, cpus, pe->info, sizeof(pe->info));
+        if (st != OC_OK) {
+            oc_pe_destroy(pe);
+            return st;
+        }
         if (pthread_getcpuclockid(pe->thread, &pe->cpu_clock) != 0)
             pe->cpu_clock = (clockid_t)-1;
     }
     *out = pe;
     return OC_OK;
+}
+
+const char *oc_pe_info(const oc_pe_t *pe)
+{
+    return pe->have_thread ? pe->info : "inline: no thread, progress inside oc_test/oc_wait";
 }
 
 void oc_pe_destroy(oc_pe_t *pe)

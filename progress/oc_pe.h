@@ -13,6 +13,7 @@
 #ifndef OC_PE_H
 #define OC_PE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "oc_mpsc.h"
@@ -66,9 +67,19 @@ typedef struct oc_pe_counter {
     oc_pe_exec_t *parked;       /* engine only: execs blocked on a WAIT task here */
 } oc_pe_counter_t;
 
-/* Takes ownership of nic (also on failure). */
+/* Takes ownership of nic (also on failure). cpus: OC_PROGRESS_CPUS for the
+ * thread ("" leaves it on the process's CPUs). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
-                         oc_pe_t **pe);
+                         const char *cpus, oc_pe_t **pe);
+/* Where the engine runs, for oc_context_progress_info. */
+const char *oc_pe_info(const oc_pe_t *pe);
+
+/* oc_pe_affinity.c. Parses a CPU list ("3,7,12-15", each below CPU_SETSIZE)
+ * into cpus, in order: the count, or -1 when malformed or longer than max. */
+int oc_pe_cpulist_parse(const char *s, int *cpus, int max);
+/* Binds thread as spec asks ("", "auto" or a CPU list: the launcher's local
+ * rank picks its entry) and describes the outcome in info. */
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size);
 /* Stops the thread, gives released execs whose lists are still in flight a
  * moment to finish, destroys the backend (which ends what is left), then
  * frees them. */

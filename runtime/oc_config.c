@@ -1,8 +1,11 @@
 /* Configuration: defaults, OC_* environment variables, printing. */
 #include "oc_error.h"
+#include "oc_pe.h"
+#include "oc_runtime.h"
 #include "offcoll.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,28 @@ static oc_status_t parse_double(const char *var, double *out)
     return OC_OK;
 }
 
+oc_status_t oc_config_check_cpus(const char *name, const char *v)
+{
+    int cpus[CPU_SETSIZE];
+    if (v[0] == '\0' || strcmp(v, "auto") == 0 || oc_pe_cpulist_parse(v, cpus, CPU_SETSIZE) > 0)
+        return OC_OK;
+    return oc_error(OC_ERR_INVALID_ARG,
+                    "%s=%s: expected auto or a list of CPUs below %d such as 3,7,12-15", name, v,
+                    CPU_SETSIZE);
+}
+
+static oc_status_t parse_cpus(const char *var, char *out, size_t size)
+{
+    const char *v = getenv(var);
+    if (v == NULL)
+        return OC_OK;
+    if (strlen(v) >= size)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: %zu characters, at most %zu", var, strlen(v),
+                        size - 1);
+    strcpy(out, v);
+    return oc_config_check_cpus(var, out);
+}
+
 static void defaults(oc_config_t *c)
 {
     memset(c, 0, sizeof(*c));
@@ -125,6 +150,8 @@ oc_status_t oc_config_init(oc_config_t *cfg)
 #undef UINT
     if ((st = parse_double("OC_TIMEOUT_S", &c.timeout_s)) != OC_OK)
         return st;
+    if ((st = parse_cpus("OC_PROGRESS_CPUS", c.progress_cpus, sizeof(c.progress_cpus))) != OC_OK)
+        return st;
     if (c.alltoallv_alg == OC_ALG_BRUCK)
         return oc_error(OC_ERR_INVALID_ARG,
                         "OC_ALLTOALLV_ALG=bruck: Bruck needs equal blocks; use auto, burst, "
@@ -149,10 +176,13 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_SPIN_US       = %u\n"
              "OC_TIMEOUT_S     = %g\n"
              "OC_VERBOSE       = %d\n"
-             "OC_INTRANODE     = %s\n",
+             "OC_INTRANODE     = %s\n"
+             "OC_PROGRESS_CPUS = %.*s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
              c->ringk_min, c->spin_us, c->timeout_s, c->verbose,
-             NAME_OF(intranode_names, c->intranode));
+             NAME_OF(intranode_names, c->intranode),
+             c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
+             c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");
     return OC_OK;
 }

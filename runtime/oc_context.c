@@ -31,7 +31,9 @@ static oc_status_t check_config(const oc_config_t *c)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->ringk=0: must be at least 1");
     if (!(c->timeout_s >= 0))
         return oc_error(OC_ERR_INVALID_ARG, "cfg->timeout_s must be >= 0");
-    return OC_OK;
+    if (memchr(c->progress_cpus, '\0', sizeof(c->progress_cpus)) == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->progress_cpus is not a terminated string");
+    return oc_config_check_cpus("cfg->progress_cpus", c->progress_cpus);
 }
 
 /* Picks the backend; fills ctx->backend_info with what and why. auto takes
@@ -93,7 +95,8 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
     pthread_mutex_init(&ctx->teams_lock, NULL);
     st = open_backend(ctx);
     if (st == OC_OK)
-        st = oc_pe_create(ctx->nic, ctx->cfg.progress, ctx->cfg.spin_us, &ctx->pe);
+        st = oc_pe_create(ctx->nic, ctx->cfg.progress, ctx->cfg.spin_us, ctx->cfg.progress_cpus,
+                          &ctx->pe);
     if (st != OC_OK) {
         pthread_mutex_destroy(&ctx->teams_lock);
         free(ctx);
@@ -142,6 +145,11 @@ oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats)
                         ctx ? "stats" : "ctx");
     oc_pe_stats(ctx->pe, stats);
     return OC_OK;
+}
+
+const char *oc_context_progress_info(const oc_context_t *ctx)
+{
+    return ctx != NULL ? oc_pe_info(ctx->pe) : "";
 }
 
 const char *oc_context_backend_info(const oc_context_t *ctx)

@@ -117,6 +117,9 @@ void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 
 /* Blocking collective exchange over the team's own network path: every
  * member contributes len bytes, all receives size*len by rank. */
+/* OC_PROGRESS_CPUS's syntax (oc_config.c); name: what the message calls it. */
+oc_status_t oc_config_check_cpus(const char *name, const char *v);
+
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
 
 /* Collective: every member's status st, so that a local failure fails all

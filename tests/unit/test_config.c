@@ -79,6 +79,7 @@ static void clear_env(void)
 {
     for (size_t i = 0; i < NFIELDS; i++)
         unsetenv(fields[i].var);
+    unsetenv("OC_PROGRESS_CPUS"); /* a string: test_progress_cpus */
 }
 
 static int fresh_env(void **state)
@@ -174,6 +175,9 @@ static void test_malformed(void **state)
         {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},  {"OC_INTRANODE", "tcp"},
         /* strtoull skips leading blanks and then accepts a minus sign */
         {"OC_BRUCK_MAX", " -1"},
+        {"OC_PROGRESS_CPUS", "x"}, {"OC_PROGRESS_CPUS", "3-1"}, {"OC_PROGRESS_CPUS", "1,"},
+        {"OC_PROGRESS_CPUS", "1024"}, {"OC_PROGRESS_CPUS", "-1"}, {"OC_PROGRESS_CPUS", " 1"},
+        {"OC_PROGRESS_CPUS", "0-1023,5"}, {"OC_PROGRESS_CPUS", "auto,1"},
     };
     int failures = 0;
     (void)state;
@@ -211,6 +215,34 @@ static const char *printed(const char *buf, const char *var, char *val, size_t s
     end = strchr(eq, '\n');
     snprintf(val, size, "%.*s", (int)(end ? end - eq : (ptrdiff_t)strlen(eq)), eq);
     return val;
+}
+
+/* OC_PROGRESS_CPUS is kept as written; oc_init vets a filled-in one too. */
+static void test_progress_cpus(void **state)
+{
+    static const char *const good[] = {"auto", "0", "3,7,12-15", "1023", "0-1023"};
+    oc_config_t c;
+    oc_context_t *ctx = NULL;
+    char buf[2048], val[64];
+    (void)state;
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    assert_string_equal(c.progress_cpus, "");
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("OC_PROGRESS_CPUS", good[i], 1);
+        assert_int_equal(oc_config_init(&c), OC_OK);
+        assert_string_equal(c.progress_cpus, good[i]);
+    }
+    assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
+    assert_string_equal(printed(buf, "OC_PROGRESS_CPUS", val, sizeof(val)), "0-1023");
+    unsetenv("OC_PROGRESS_CPUS");
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    strcpy(c.progress_cpus, "2-");
+    assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
+    assert_non_null(strstr(oc_last_error(), "cfg->progress_cpus=2-"));
+    memset(c.progress_cpus, '7', sizeof(c.progress_cpus));
+    assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
+    assert_non_null(strstr(oc_last_error(), "cfg->progress_cpus"));
+    assert_null(ctx);
 }
 
 static void test_print(void **state)
@@ -353,6 +385,7 @@ int main(void)
         cmocka_unit_test_setup(test_each_variable, fresh_env),
         cmocka_unit_test_setup(test_malformed, fresh_env),
         cmocka_unit_test_setup(test_print, fresh_env),
+        cmocka_unit_test_setup(test_progress_cpus, fresh_env),
         cmocka_unit_test_setup(test_names, fresh_env),
         cmocka_unit_test_setup(test_status_strings, fresh_env),
         cmocka_unit_test_setup(test_init_arguments, fresh_env),

@@ -1,0 +1,126 @@
+/*
+ * Where the progress thread runs (OC_PROGRESS_CPUS). Overlap needs a CPU for
+ * the thread besides the application's: a launcher that binds each rank to
+ * one core (Open MPI does for 2 ranks) leaves none, and the thread then
+ * takes its time from the computation it should overlap. Binding is by the
+ * launcher's rules (a CPU set per rank); this only picks within or beside it
+ * and says what it found.
+ */
+#include "oc_pe.h"
+#include "oc_error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int oc_pe_cpulist_parse(const char *s, int *cpus, int max)
+{
+    int n = 0;
+    while (*s != '\0') {
+        long lo, hi, c;
+        char *end;
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        lo = hi = strtol(s, &end, 10);
+        if (*end == '-') {
+            if (!isdigit((unsigned char)end[1]))
+                return -1;
+            hi = strtol(end + 1, &end, 10);
+        }
+        if (lo > hi || hi >= CPU_SETSIZE || (*end != ',' && *end != '\0'))
+            return -1;
+        for (c = lo; c <= hi; c++) {
+            if (n == max)
+                return -1;
+            cpus[n++] = (int)c;
+        }
+        s = *end == ',' ? end + 1 : end;
+        if (*end == ',' && *s == '\0')
+            return -1;
+    }
+    return n;
+}
+
+/* The launcher's rank on this node, for picking an entry of an explicit
+ * list; 0 where no launcher says. */
+static int local_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "SLURM_LOCALID", "PALS_LOCAL_RANKID"};
+    size_t i;
+    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v != NULL && isdigit((unsigned char)*v))
+            return atoi(v);
+    }
+    return 0;
+}
+
+/* "0-3,6" of a CPU set, truncated to size. */
+static void set_str(const cpu_set_t *set, char *buf, size_t size)
+{
+    size_t len = 0;
+    int c = 0;
+    buf[0] = '\0';
+    while (c < CPU_SETSIZE && len < size) {
+        int hi;
+        if (!CPU_ISSET(c, set)) {
+            c++;
+            continue;
+        }
+        for (hi = c; hi + 1 < CPU_SETSIZE && CPU_ISSET(hi + 1, set); hi++)
+            ;
+        len += (size_t)snprintf(buf + len, size - len, hi > c ? "%s%d-%d" : "%s%d",
+                                len ? "," : "", c, hi);
+        c = hi + 1;
+    }
+}
+
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size)
+{
+    cpu_set_t own, want;
+    char own_str[96];
+    int cpus[CPU_SETSIZE], n, cpu, rc;
+
+    if (sched_getaffinity(0, sizeof(own), &own) != 0)
+        CPU_ZERO(&own);
+    set_str(&own, own_str, sizeof(own_str));
+    if (spec == NULL || spec[0] == '\0') {
+        if (CPU_COUNT(&own) == 1)
+            snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
+                     "application (give each rank two CPUs for overlap)", own_str);
+        else
+            snprintf(info, size, "thread, on the process's CPUs %s", own_str);
+        return OC_OK;
+    }
+    if (strcmp(spec, "auto") == 0) {
+        if (CPU_COUNT(&own) < 2) {
+            snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
+                     "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
+                     "two CPUs for overlap)", own_str);
+            return OC_OK;
+        }
+        for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
+            ;
+    } else {
+        n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
+        if (n <= 0)
+            return oc_error(OC_ERR_INVALID_ARG,
+                            "OC_PROGRESS_CPUS=%s: expected auto or a CPU list such as 3,7,12-15",
+                            spec);
+        cpu = cpus[local_rank() % n];
+    }
+    CPU_ZERO(&want);
+    CPU_SET(cpu, &want);
+    rc = pthread_setaffinity_np(thread, sizeof(want), &want);
+    if (rc != 0)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
+                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
+             own_str);
+    return OC_OK;
+}

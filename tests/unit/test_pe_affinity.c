@@ -1,0 +1,191 @@
+/*
+ * OC_PROGRESS_CPUS: where the progress thread runs, read back from the
+ * kernel (the affinity of the thread named offcoll-pe) and from
+ * oc_context_progress_info. Needs two CPUs in the process's set for the
+ * binding cases; with one they say SKIP.
+ */
+#include <dirent.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "oc_pe.h"
+#include "offcoll.h"
+
+static cpu_set_t own; /* the process's CPUs when the test starts */
+static int lo, hi;    /* its first and last */
+
+/* The CPU set of this process's progress thread. */
+static void pe_thread_set(cpu_set_t *set)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int found = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0) {
+            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(*set), set), 0);
+            found++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    assert_int_equal(found, 1);
+}
+
+/* Opens a thread-mode context with spec, checks the thread's CPUs against
+ * want (NULL: the process's set) and the info against needle. */
+static void check_binding(const char *spec, const cpu_set_t *want, const char *needle)
+{
+    oc_config_t c;
+    oc_context_t *ctx = NULL;
+    cpu_set_t got;
+
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    c.progress = OC_PROGRESS_THREAD;
+    snprintf(c.progress_cpus, sizeof(c.progress_cpus), "%s", spec);
+    if (oc_init(&c, &ctx) != OC_OK)
+        fail_msg("oc_init with progress_cpus \"%s\": %s", spec, oc_last_error());
+    pe_thread_set(&got);
+    if (!CPU_EQUAL(&got, want != NULL ? want : &own))
+        fail_msg("progress_cpus \"%s\": the thread has %d CPUs, not the expected set", spec,
+                 CPU_COUNT(&got));
+    if (strstr(oc_context_progress_info(ctx), needle) == NULL)
+        fail_msg("progress_cpus \"%s\": info \"%s\" lacks \"%s\"", spec,
+                 oc_context_progress_info(ctx), needle);
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+}
+
+static int two_cpus(void)
+{
+    if (CPU_COUNT(&own) >= 2)
+        return 1;
+    printf("SKIP: the process has one CPU; binding cases need two\n");
+    skip();
+    return 0;
+}
+
+static void parse(void **state)
+{
+    int cpus[8];
+    (void)state;
+    assert_int_equal(oc_pe_cpulist_parse("3,7,12-14", cpus, 8), 5);
+    assert_int_equal(cpus[0], 3);
+    assert_int_equal(cpus[1], 7);
+    assert_int_equal(cpus[4], 14);
+    assert_int_equal(oc_pe_cpulist_parse("9,2", cpus, 8), 2);
+    assert_int_equal(cpus[0], 9); /* in the order written: entry k is local rank k's */
+    assert_int_equal(oc_pe_cpulist_parse("0-8", cpus, 8), -1); /* longer than max */
+    assert_int_equal(oc_pe_cpulist_parse("", cpus, 8), 0);
+    assert_int_equal(oc_pe_cpulist_parse("1,,2", cpus, 8), -1);
+    assert_int_equal(oc_pe_cpulist_parse("1-", cpus, 8), -1);
+    assert_int_equal(oc_pe_cpulist_parse("5-4", cpus, 8), -1);
+    assert_int_equal(oc_pe_cpulist_parse("1024", cpus, 8), -1);
+}
+
+static void unbound(void **state)
+{
+    (void)state;
+    check_binding("", NULL, "on the process's");
+}
+
+static void automatic(void **state)
+{
+    cpu_set_t want, one;
+    char needle[32];
+    (void)state;
+    if (!two_cpus())
+        return;
+    CPU_ZERO(&want);
+    CPU_SET(hi, &want);
+    snprintf(needle, sizeof(needle), "on CPU %d (", hi);
+    check_binding("auto", &want, needle);
+    /* a process held to one CPU: nothing to spare, said plainly */
+    CPU_ZERO(&one);
+    CPU_SET(lo, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    check_binding("auto", &one, "only CPU");
+    check_binding("", &one, "only CPU");
+    assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
+}
+
+/* Entry k of a list goes to the launcher's local rank k. */
+static void listed(void **state)
+{
+    cpu_set_t want;
+    char list[32], needle[32];
+    (void)state;
+    if (!two_cpus())
+        return;
+    snprintf(list, sizeof(list), "%d,%d", lo, hi);
+    CPU_ZERO(&want);
+    CPU_SET(lo, &want);
+    snprintf(needle, sizeof(needle), "on CPU %d (", lo);
+    check_binding(list, &want, needle);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1); /* 3 mod 2 */
+    CPU_ZERO(&want);
+    CPU_SET(hi, &want);
+    snprintf(needle, sizeof(needle), "on CPU %d (", hi);
+    check_binding(list, &want, needle);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+}
+
+static void refused(void **state)
+{
+    oc_config_t c;
+    oc_context_t *ctx = NULL;
+    (void)state;
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    c.progress = OC_PROGRESS_THREAD;
+    snprintf(c.progress_cpus, sizeof(c.progress_cpus), "%d", CPU_SETSIZE - 1);
+    assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
+    assert_null(ctx);
+    assert_non_null(strstr(oc_last_error(), "cannot bind the progress thread to CPU"));
+}
+
+static void inline_mode(void **state)
+{
+    oc_config_t c;
+    oc_context_t *ctx = NULL;
+    (void)state;
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    c.progress = OC_PROGRESS_INLINE;
+    strcpy(c.progress_cpus, "auto"); /* no thread: nothing to bind */
+    assert_int_equal(oc_init(&c, &ctx), OC_OK);
+    assert_non_null(strstr(oc_context_progress_info(ctx), "inline"));
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    assert_string_equal(oc_context_progress_info(NULL), "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
+        cmocka_unit_test(listed),    cmocka_unit_test(refused), cmocka_unit_test(inline_mode),
+    };
+    unsetenv("OC_PROGRESS_CPUS");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    unsetenv("MPI_LOCALRANKID");
+    unsetenv("SLURM_LOCALID");
+    unsetenv("PALS_LOCAL_RANKID");
+    if (sched_getaffinity(0, sizeof(own), &own) != 0)
+        return 1;
+    for (lo = 0; !CPU_ISSET(lo, &own); lo++)
+        ;
+    for (hi = CPU_SETSIZE - 1; !CPU_ISSET(hi, &own); hi--)
+        ;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
