@@ -4,7 +4,8 @@
  * and one completion channel for the three, whose fd the progress thread
  * sleeps on. A task list becomes one chain of work requests per QP:
  *   SEND, RECV  the two-sided protocol (verbs_proto.c)
- *   PUT         RDMA write into the peer's window (its rkey from mem_pack)
+ *   PUT         RDMA write into the peer's window (its rkey from mem_pack),
+ *               cut into several at the port's largest message
  *   FLUSH       a zero-byte RDMA write: RC completes in order, so its
  *               completion means every earlier put to the peer has landed
  *   NOTIFY      a control message behind the puts on the same QP: RC places
@@ -14,6 +15,7 @@
 #include "verbs_internal.h"
 #include "oc_error.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,50 +149,65 @@ static oc_status_t do_local(vb_nic_t *nic, const oc_task_t *t)
     }
 }
 
-static oc_status_t post_put(vb_nic_t *nic, oc_nic_slot_t *slot, const oc_task_t *t,
-                            oc_nic_ep_t *ep)
+oc_status_t vb_stage_writes(vb_nic_t *nic, oc_nic_ep_t *ep, oc_nic_slot_t *slot,
+                            const char *src, size_t len, uint64_t raddr, uint32_t rkey,
+                            int with_imm, uint32_t imm)
 {
-    vb_op_t *op = vb_op_get(nic);
-    oc_status_t st;
+    size_t max = nic->dev.max_msg, nwr = len > max ? (len + max - 1) / max : 1, i;
+    vb_op_t *head = NULL, **tail = &head, *op;
 
-    if (op == NULL)
-        return oc_error(OC_ERR_NO_MEMORY, "verbs: put");
-    op->kind = VB_OP_TASK;
-    op->slot = slot;
-    op->wr.opcode = IBV_WR_RDMA_WRITE;
-    if (t->type == OC_TASK_PUT) {
-        if (t->len > 0) {
-            st = vb_mr_get(&nic->mrs, t->src, t->len, 0, &op->mr);
-            if (st != OC_OK) {
+    /* Everything is had before anything is staged: on failure the task has
+     * no WR in flight and ends once, as if it had one. */
+    for (i = 0; i < nwr; i++) {
+        size_t off = i * max, n = len - off < max ? len - off : max;
+        oc_status_t st = OC_OK;
+        if ((op = vb_op_get(nic)) == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "verbs: RDMA write");
+        else if (n > 0 && (st = vb_mr_get(&nic->mrs, src + off, n, 0, &op->mr)) != OC_OK)
+            vb_op_put(nic, op);
+        if (st != OC_OK) {
+            while ((op = head) != NULL) {
+                head = op->next;
                 vb_op_put(nic, op);
-                return st;
             }
-            op->sge.addr = (uintptr_t)t->src;
-            op->sge.length = (uint32_t)t->len;
+            return st;
+        }
+        op->kind = VB_OP_TASK;
+        op->slot = slot;
+        op->wr.opcode = with_imm && i == nwr - 1 ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+        op->wr.imm_data = htonl(imm);
+        if (n > 0) {
+            op->sge.addr = (uintptr_t)(src + off);
+            op->sge.length = (uint32_t)n;
             op->sge.lkey = op->mr->mr->lkey;
             op->wr.sg_list = &op->sge;
             op->wr.num_sge = 1;
         }
-        op->wr.wr.rdma.remote_addr = t->raddr;
-        op->wr.wr.rdma.rkey = ((const oc_nic_rkey_t *)t->obj)->rkey;
-    } /* else FLUSH: zero bytes, no key checked */
-    vb_stage(nic, ep, op);
+        op->wr.wr.rdma.remote_addr = raddr + off;
+        op->wr.wr.rdma.rkey = rkey;
+        *tail = op;
+        tail = &op->next;
+    }
+    slot->list->outstanding += nwr - 1; /* each WR's completion finishes the task once */
+    while ((op = head) != NULL) {
+        head = op->next;
+        vb_stage(nic, ep, op);
+    }
     return OC_OK;
 }
 
 static oc_status_t post_task(vb_nic_t *nic, oc_nic_slot_t *slot, const oc_task_t *t)
 {
     oc_nic_ep_t *ep = slot->list->match->eps[t->peer];
-    if (t->len > VB_MAX_MSG) /* not cut into several WRs (yet) */
-        return oc_error(OC_ERR_UNAVAILABLE, "verbs: a transfer of %zu bytes to rank %d; the "
-                        "verbs backend moves at most %lu bytes in one task", t->len, t->peer,
-                        VB_MAX_MSG);
     switch (t->type) {
     case OC_TASK_SEND: return vb_proto_send(nic, slot);
     case OC_TASK_RECV: return vb_proto_recv(nic, slot);
     case OC_TASK_NOTIFY: return vb_proto_ctrl(nic, ep, t->src, t->len, slot);
     case OC_TASK_PUT:
-    case OC_TASK_FLUSH: return post_put(nic, slot, t, ep);
+        return vb_stage_writes(nic, ep, slot, t->src, t->len, t->raddr,
+                               ((const oc_nic_rkey_t *)t->obj)->rkey, 0, 0);
+    case OC_TASK_FLUSH: /* zero bytes, no key checked */
+        return vb_stage_writes(nic, ep, slot, NULL, 0, 0, 0, 0, 0);
     default:
         return oc_error(OC_ERR_INTERNAL, "verbs: task type %d reached the backend", (int)t->type);
     }

@@ -24,7 +24,7 @@
 #define VB_MAX_PEERS  256   /* QPs per instance, bounded by the CQ sizes */
 #define VB_BUF_SIZE   2048  /* a bounce buffer: header and eager payload */
 #define VB_TRIG_DEPTH 512   /* trigger QP: WAITs and writes in flight */
-#define VB_MAX_MSG    (1ul << 30) /* one WR; InfiniBand guarantees 2^31 */
+#define VB_MAX_MSG    (1ul << 30) /* at most this per WR, whatever the port allows */
 /* Credits (verbs_qp.c): the last one is kept for a CREDIT message, which
  * goes out once this many re-posted receives found no message to report
  * them. */
@@ -185,6 +185,7 @@ typedef struct {
     unsigned unacked[3];             /* events taken, not yet acknowledged, per CQ */
     vb_addr_t addr;
     enum ibv_mtu mtu;
+    size_t max_msg;                  /* bytes per WR: the port's max_msg_sz, at most VB_MAX_MSG */
     char name[64];
 } vb_dev_t;
 
@@ -282,6 +283,12 @@ static inline const oc_task_t *vb_slot_task(const oc_nic_slot_t *slot)
 
 /* The task of slot ended with status; the list's last one fires its trigger. */
 void vb_task_finished(vb_nic_t *nic, oc_nic_slot_t *slot, oc_status_t status);
+/* Stages the RDMA writes of slot's task: len bytes from src to raddr under
+ * rkey, cut at the device's largest message (nic->dev.max_msg); with_imm:
+ * the last one carries imm. On failure nothing is staged. */
+oc_status_t vb_stage_writes(vb_nic_t *nic, oc_nic_ep_t *ep, oc_nic_slot_t *slot,
+                            const char *src, size_t len, uint64_t raddr, uint32_t rkey,
+                            int with_imm, uint32_t imm);
 
 oc_status_t vb_errno(const char *what, int err);
 

@@ -263,7 +263,6 @@ static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
     vb_rndv_send_t **ps, *rs;
     const oc_task_t *t;
     oc_status_t st;
-    vb_op_t *op;
 
     for (ps = &nic->proto.rts; *ps != NULL && (*ps)->cookie != h->scookie; ps = &(*ps)->next)
         ;
@@ -272,28 +271,11 @@ static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
     *ps = rs->next;
     t = vb_slot_task(rs->slot);
     st = (oc_status_t)h->status;
-    op = st == OC_OK ? vb_op_get(nic) : NULL;
-    if (st == OC_OK && op == NULL)
-        st = oc_error(OC_ERR_NO_MEMORY, "verbs: rendezvous write");
-    if (st == OC_OK && (st = vb_mr_get(&nic->mrs, t->src, t->len, 0, &op->mr)) != OC_OK)
-        vb_op_put(nic, op);
-    if (st != OC_OK) {
+    if (st == OC_OK)
+        st = vb_stage_writes(nic, rs->ep, rs->slot, t->src, t->len, h->addr, h->rkey, 1,
+                             h->rcookie);
+    if (st != OC_OK)
         vb_task_finished(nic, rs->slot, st);
-        free(rs);
-        return;
-    }
-    op->kind = VB_OP_TASK;
-    op->slot = rs->slot;
-    op->sge.addr = (uintptr_t)t->src;
-    op->sge.length = (uint32_t)t->len;
-    op->sge.lkey = op->mr->mr->lkey;
-    op->wr.sg_list = &op->sge;
-    op->wr.num_sge = 1;
-    op->wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    op->wr.imm_data = htonl(h->rcookie);
-    op->wr.wr.rdma.remote_addr = h->addr;
-    op->wr.wr.rdma.rkey = h->rkey;
-    vb_stage(nic, rs->ep, op);
     free(rs);
 }
 
@@ -306,7 +288,10 @@ static void arrived_write(vb_nic_t *nic, uint32_t cookie, uint32_t bytes)
     if ((r = *pr) == NULL)
         return; /* its receive was cancelled */
     *pr = r->next;
-    finish_recv(nic, r, bytes == r->len ? OC_OK : mismatch(r, bytes));
+    /* The sizes were matched at the RTS; this write is the last of the
+     * sender's pieces (cut at its device's largest message), so it carries
+     * no more than the whole. */
+    finish_recv(nic, r, bytes <= r->len ? OC_OK : mismatch(r, bytes));
 }
 
 void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)

@@ -155,6 +155,10 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     }
     const char *ll = getenv("SOFTVERBS_LINK_LAYER");
     ctx->ethernet = ll != NULL && strcmp(ll, "ethernet") == 0;
+    /* 2^31 as InfiniBand's limit; smaller to test a consumer that cuts. */
+    const char *mm = getenv("SOFTVERBS_MAX_MSG_SZ");
+    unsigned long long max_msg = mm != NULL ? strtoull(mm, NULL, 0) : 0;
+    ctx->max_msg_sz = max_msg > 0 && max_msg < (1ull << 31) ? (uint32_t)max_msg : 1u << 31;
     ctx->ibv.device = &sv_device;
     ctx->ibv.cmd_fd = -1;
     ctx->ibv.num_comp_vectors = 1;
@@ -251,7 +255,7 @@ SV_EXPORT int(ibv_query_port)(struct ibv_context *context, uint8_t port_num, str
     attr->max_mtu = IBV_MTU_4096;
     attr->active_mtu = IBV_MTU_4096;
     attr->gid_tbl_len = 1;
-    attr->max_msg_sz = 1u << 31;
+    attr->max_msg_sz = ctx->max_msg_sz;
     attr->pkey_tbl_len = 1;
     attr->lid = ctx->ethernet ? 0 : ctx->lid;
     attr->sm_lid = ctx->ethernet ? 0 : 1;

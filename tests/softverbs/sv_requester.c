@@ -86,6 +86,10 @@ static void start_wr(struct sv_ctx *ctx, struct sv_qp *qp, const struct sv_swr *
         fail(qp, IBV_WC_LOC_PROT_ERR);
         return;
     }
+    if (m->length > ctx->max_msg_sz) {
+        fail(qp, IBV_WC_LOC_LEN_ERR);
+        return;
+    }
     qp->in_flight = true;
     qp->rnr_left = qp->attr.rnr_retry;
     uint64_t window = retry_window_ns(qp);

@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -170,6 +171,40 @@ static void local_protection(void **state)
     pair_close(&p);
 }
 
+/* A port's max_msg_sz bounds one WR: longer fails LOC_LEN_ERR, as on a
+ * NIC; exactly that long goes through. */
+static void message_too_long(void **state)
+{
+    (void)state;
+    struct pair p;
+    setenv("SOFTVERBS_MAX_MSG_SZ", "32", 1);
+    pair_open(&p, &svt_default_opts);
+    unsetenv("SOFTVERBS_MAX_MSG_SZ");
+    struct ibv_port_attr pa;
+    assert_int_equal(ibv_query_port(p.a.ctx, 1, &pa), 0);
+    assert_int_equal(pa.max_msg_sz, 32);
+    char src[64], dst[64];
+    memset(src, 'S', sizeof src);
+    memset(dst, 'D', sizeof dst);
+    struct ibv_mr *smr = ibv_reg_mr(p.a.pd, src, sizeof src, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr *dmr = ibv_reg_mr(p.b.pd, dst, sizeof dst, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 32, .lkey = smr->lkey};
+    struct ibv_send_wr wr = {.wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+                             .send_flags = IBV_SEND_SIGNALED,
+                             .wr.rdma = {.remote_addr = (uintptr_t)dst, .rkey = dmr->rkey}};
+    struct ibv_send_wr *bad = NULL;
+    struct ibv_wc wc;
+    assert_int_equal(ibv_post_send(p.qa, &wr, &bad), 0);
+    assert_int_equal(svt_poll(p.a.cq, &wc, 1, 5000), 1);
+    assert_int_equal(wc.status, IBV_WC_SUCCESS);
+    assert_memory_equal(dst, src, 32);
+    memset(dst, 'D', sizeof dst);
+    expect_failure_and_flush(&p, smr, src, 33, (uintptr_t)dst, dmr->rkey, IBV_WC_LOC_LEN_ERR, dst, sizeof dst);
+    ibv_dereg_mr(smr);
+    ibv_dereg_mr(dmr);
+    pair_close(&p);
+}
+
 struct late_recv {
     struct ibv_qp *qp;
     struct ibv_mr *mr;
@@ -322,7 +357,7 @@ int main(void)
         cmocka_unit_test(bad_rkey),         cmocka_unit_test(past_mr_end),
         cmocka_unit_test(before_mr_start),  cmocka_unit_test(no_remote_write_access),
         cmocka_unit_test(stale_rkey),       cmocka_unit_test(qp_without_remote_write),
-        cmocka_unit_test(local_protection),
+        cmocka_unit_test(local_protection), cmocka_unit_test(message_too_long),
         cmocka_unit_test(rnr_then_success), cmocka_unit_test(rnr_retries_exhausted),
         cmocka_unit_test(receive_too_small), cmocka_unit_test(no_answer),
     };
