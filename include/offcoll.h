@@ -188,11 +188,18 @@ int oc_team_size(const oc_team_t *team);
 
 /* ---- Collectives ------------------------------------------------------------ */
 
+/** sbuf of an in-place all-to-all (as MPI_IN_PLACE): the blocks to send are
+ *  taken from rbuf, which the received blocks then replace. Each start
+ *  copies rbuf aside first, on the calling thread (one memcpy of the buffer:
+ *  not overlapped); the request holds that copy until it is freed. */
+#define OC_IN_PLACE ((const void *)-1)
+
 /** Starts an all-to-all of equal blocks: block i of sbuf (block_bytes each)
  *  goes to rank i, and rank i's block lands in block i of rbuf. Every member
  *  calls it in the same order as its other collectives on the team. The
  *  request is active on return; complete it with oc_test/oc_wait and release
- *  it with oc_request_free. sbuf and rbuf must not overlap. */
+ *  it with oc_request_free. sbuf and rbuf must not overlap; sbuf may be
+ *  OC_IN_PLACE. */
 oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
                          size_t block_bytes, oc_request_t **req);
 
@@ -200,7 +207,9 @@ oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
  *  sbuf + sdispls[i] go to rank i; rcounts[i] bytes from rank i land at
  *  rbuf + rdispls[i]. sbuf_bytes/rbuf_bytes are the buffers' sizes, against
  *  which every block is checked; receive blocks must not overlap. The count
- *  and displacement arrays are not referenced after the call. */
+ *  and displacement arrays are not referenced after the call. With sbuf
+ *  OC_IN_PLACE, sbuf_bytes, scounts and sdispls are ignored: rcounts[i]
+ *  bytes at rdispls[i] of rbuf go to rank i, whose rcounts must say the same. */
 oc_status_t oc_ialltoallv(oc_team_t *team,
                           const void *sbuf, size_t sbuf_bytes,
                           const size_t *scounts, const size_t *sdispls,

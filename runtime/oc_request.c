@@ -42,8 +42,9 @@ static oc_status_t check_alltoall(const char *fn, const oc_team_t *team, const v
         return oc_error(OC_ERR_INVALID_ARG, "%s: sbuf is NULL with block_bytes=%zu", fn, block);
     if (block > 0 && rbuf == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: rbuf is NULL with block_bytes=%zu", fn, block);
-    if (ranges_overlap(sbuf, block * (size_t)team->size, rbuf, block * (size_t)team->size))
-        return oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (no in-place form)", fn);
+    if (sbuf != OC_IN_PLACE &&
+        ranges_overlap(sbuf, block * (size_t)team->size, rbuf, block * (size_t)team->size))
+        return oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (use OC_IN_PLACE)", fn);
     return OC_OK;
 }
 
@@ -113,12 +114,13 @@ static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const 
                                    oc_request_t **req)
 {
     oc_status_t st = check_common(fn, team, req);
-    if (st == OC_OK)
+    int inplace = sbuf == OC_IN_PLACE;
+    if (st == OC_OK && !inplace)
         st = check_blocks(fn, 's', team->size, sbuf, sbuf_bytes, scounts, sdispls, 0);
     if (st == OC_OK)
         st = check_blocks(fn, 'r', team->size, rbuf, rbuf_bytes, rcounts, rdispls, 1);
-    if (st == OC_OK && ranges_overlap(sbuf, sbuf_bytes, rbuf, rbuf_bytes))
-        st = oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (no in-place form)", fn);
+    if (st == OC_OK && !inplace && ranges_overlap(sbuf, sbuf_bytes, rbuf, rbuf_bytes))
+        st = oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (use OC_IN_PLACE)", fn);
     return st;
 }
 
@@ -196,6 +198,7 @@ static void req_destroy(oc_request_t *req)
     }
     oc_sched_fini(&req->sched);
     free(req->stuck_on);
+    free(req->inplace);
     free(req);
 }
 
@@ -227,8 +230,10 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t 
     return OC_OK;
 }
 
+/* args->sbuf OC_IN_PLACE: the schedule sends from a copy of the inplace
+ * bytes of rbuf, which launch() makes at every start. */
 static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, int v,
-                              const oc_coll_args_t *args, size_t mean_block,
+                              oc_coll_args_t *args, size_t mean_block, size_t inplace,
                               oc_request_t **out)
 {
     oc_context_t *ctx = team->ctx;
@@ -237,6 +242,16 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, i
 
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
+    if (args->sbuf == OC_IN_PLACE) {
+        req->inplace = malloc(inplace + 1);
+        if (req->inplace == NULL) {
+            free(req);
+            return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
+        }
+        req->inplace_src = args->rbuf;
+        req->inplace_bytes = inplace;
+        args->sbuf = req->inplace;
+    }
     req->team = team;
     req->persistent = persistent;
     req->opname = v ? "alltoallv" : "alltoall";
@@ -277,6 +292,8 @@ static void launch(oc_request_t *req)
     while ((int32_t)(req->seq + 1 - upto) > 0 &&
            !atomic_compare_exchange_weak(&team->started_upto, &upto, req->seq + 1))
         ;
+    if (req->inplace_bytes > 0)
+        memcpy(req->inplace, req->inplace_src, req->inplace_bytes);
     req->result = OC_OK;
     atomic_store(&req->state, OC_REQ_ACTIVE);
     oc_pe_start(team->ctx->pe, req->x);
@@ -301,7 +318,7 @@ static oc_status_t alltoall_create(const char *fn, oc_team_t *team, const void *
         return st;
     fill_args(&a, team, sbuf, rbuf);
     a.block = block;
-    return req_create(fn, team, persistent, 0, &a, block, req);
+    return req_create(fn, team, persistent, 0, &a, block, block * (size_t)team->size, req);
 }
 
 static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void *sbuf,
@@ -318,13 +335,17 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     if (st != OC_OK)
         return st;
     fill_args(&a, team, sbuf, rbuf);
+    if (sbuf == OC_IN_PLACE) { /* rbuf's blocks go out, at the same offsets in the copy */
+        scounts = rcounts;
+        sdispls = rdispls;
+    }
     a.scounts = scounts;
     a.sdispls = sdispls;
     a.rcounts = rcounts;
     a.rdispls = rdispls;
     for (i = 0; i < team->size; i++)
         total += scounts[i];
-    return req_create(fn, team, persistent, 1, &a, total / (size_t)team->size, req);
+    return req_create(fn, team, persistent, 1, &a, total / (size_t)team->size, rbuf_bytes, req);
 }
 
 oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,

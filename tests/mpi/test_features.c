@@ -1,8 +1,8 @@
 /*
  * Many operations in flight: 64 outstanding requests on one team, two teams
  * (world and a split) used at the same time, and persistent alltoall and
- * alltoallv requests restarted 1000 times with changing data, in both
- * progress modes. Then contexts made and torn down in quick succession, each
+ * alltoallv requests restarted 1000 times with changing data, and in-place
+ * ones, in both progress modes. Then contexts made and torn down in quick succession, each
  * with a team over half the ranks and one operation or none: a member that leaves
  * team creation first and finalizes must not pull the shared memory from
  * under a peer still connecting to it.
@@ -174,6 +174,69 @@ static void context_churn(void)
     MPI_Comm_free(&half);
 }
 
+/* OC_IN_PLACE: rbuf holds the blocks to send and receives the others', for
+ * one-shot and persistent requests (restarted with changing data), equal
+ * and variable blocks (symmetric counts, displacements in reverse rank
+ * order; the send arguments ignored). */
+static void in_place(oc_team_t *team, const char *label)
+{
+    static const size_t blocks[] = {1, 7, 4099, 1 << 20};
+    const size_t vblock = 300;
+    size_t total = vblock * (size_t)nprocs, i;
+    size_t *rc = malloc(sizeof(size_t) * (size_t)nprocs), *rd = malloc(sizeof(size_t) * (size_t)nprocs);
+    unsigned char *vr = malloc(total);
+    oc_request_t *req = NULL;
+    int b, it, p, bad;
+
+    for (b = 0; b < (int)(sizeof(blocks) / sizeof(blocks[0])); b++) {
+        unsigned char *r = malloc(blocks[b] * (size_t)nprocs);
+        check_fill(r, rank, nprocs, blocks[b], b);
+        CHECK_OC(oc_ialltoall(team, OC_IN_PLACE, r, blocks[b], &req));
+        CHECK_OC(oc_wait(req));
+        CHECK_OC(oc_request_free(req));
+        if ((bad = verify(r, rank, nprocs, blocks[b], b)) >= 0)
+            CHECK(0, "%s in-place alltoall of %zu B: block from rank %d wrong", label, blocks[b],
+                  bad);
+        CHECK_OC(oc_alltoall_init(team, OC_IN_PLACE, r, blocks[b], &req));
+        for (it = 0; it < 20 && req != NULL; it++) {
+            check_fill(r, rank, nprocs, blocks[b], it + 100);
+            CHECK_OC(oc_start(req));
+            CHECK_OC(oc_wait(req));
+            if ((bad = verify(r, rank, nprocs, blocks[b], it + 100)) >= 0) {
+                CHECK(0, "%s persistent in-place alltoall of %zu B, start %d: block from rank "
+                      "%d wrong", label, blocks[b], it, bad);
+                break;
+            }
+        }
+        CHECK_OC(oc_request_free(req));
+        free(r);
+    }
+
+    for (p = 0; p < nprocs; p++) { /* a and b exchange (a + b) % vblock + 1 bytes */
+        rc[p] = (size_t)(rank + p) % vblock + 1;
+        rd[p] = (size_t)(nprocs - 1 - p) * vblock;
+    }
+    CHECK_OC(oc_alltoallv_init(team, OC_IN_PLACE, 0, NULL, NULL, vr, total, rc, rd, &req));
+    for (it = 0; it < 20 && req != NULL; it++) {
+        for (p = 0; p < nprocs; p++)
+            for (i = 0; i < rc[p]; i++)
+                vr[rd[p] + i] = check_pattern(rank, p, i, it);
+        CHECK_OC(oc_start(req));
+        CHECK_OC(oc_wait(req));
+        for (p = 0, bad = -1; p < nprocs && bad < 0; p++)
+            for (i = 0; i < rc[p]; i++)
+                if (vr[rd[p] + i] != check_pattern(p, rank, i, it)) {
+                    bad = p;
+                    CHECK(0, "%s in-place alltoallv, start %d: block from rank %d wrong", label,
+                          it, p);
+                    break;
+                }
+    }
+    CHECK_OC(oc_request_free(req));
+    CHECK_ERR(oc_ialltoall(team, OC_IN_PLACE, NULL, 8, &req), OC_ERR_INVALID_ARG, "rbuf is NULL");
+    free(rc); free(rd); free(vr);
+}
+
 int main(int argc, char **argv)
 {
     int m;
@@ -192,6 +255,7 @@ int main(int argc, char **argv)
         outstanding_64(team, label);
         two_teams(ctx, team, label);
         persistent_1000(team, label);
+        in_place(team, label);
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }
