@@ -6,10 +6,9 @@
  * contexts' tear-down, table and CSV rows, and the end of a run with its
  * gnuplot run. Header-only; not part of the library.
  *
- * The including file defines PROG (its name, for messages) first, sets
- * bench_rank after MPI_Init and may set bench_where to append where it was
- * (implementation, phase, iteration) to every fatal message; bench_init does
- * both.
+ * The including file defines PROG (its name, for messages) first, calls
+ * bench_init, and keeps bench_at current (implementation, phase, what is
+ * measured, the round) for every fatal message.
  */
 #ifndef OC_BENCH_COMMON_H
 #define OC_BENCH_COMMON_H
@@ -39,8 +38,26 @@ extern char **environ;
 /* ---- fatal errors ------------------------------------------------------------ */
 
 static int bench_rank;
-/* Appends " [where the benchmark was]" to a fatal message; NULL for nothing. */
-static void (*bench_where)(char *buf, size_t len);
+
+/* Where the benchmark is, for every fatal message: " [impl X, phase, what,
+ * step N]". The benchmark keeps it current. */
+static struct {
+    const char *impl, *phase;
+    char what[48];    /* the configuration being measured ("block 4096 B"); "" for none */
+    const char *step; /* what one timed round is called ("iteration", "exchange") */
+    long iter;        /* the round, -1 outside the timed loops */
+} bench_at = {"-", "set-up", "", "iteration", -1};
+
+static inline void bench_where(char *buf, size_t len)
+{
+    int n = snprintf(buf, len, " [impl %s, %s", bench_at.impl, bench_at.phase);
+    if (n < (int)len && bench_at.what[0] != '\0')
+        n += snprintf(buf + n, len - (size_t)n, ", %s", bench_at.what);
+    if (n < (int)len && bench_at.iter >= 0)
+        n += snprintf(buf + n, len - (size_t)n, ", %s %ld", bench_at.step, bench_at.iter);
+    if (n < (int)len)
+        snprintf(buf + n, len - (size_t)n, "]");
+}
 
 /* One write, so that the lines of several ranks do not interleave. */
 static inline void die(const char *fmt, ...)
@@ -51,7 +68,7 @@ static inline void die(const char *fmt, ...)
     va_start(ap, fmt);
     n += vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
     va_end(ap);
-    if (n < (int)sizeof(msg) - 2 && bench_where != NULL)
+    if (n < (int)sizeof(msg) - 2)
         bench_where(msg + n, sizeof(msg) - 1 - (size_t)n);
     n = (int)strlen(msg);
     snprintf(msg + n, sizeof(msg) - (size_t)n, "\n");
@@ -60,15 +77,14 @@ static inline void die(const char *fmt, ...)
     exit(1); /* not reached */
 }
 
-/* MPI_Init; the rank and where (NULL for nothing) go into fatal messages. */
-static inline void bench_init(int *argc, char ***argv, int *rank, int *nranks,
-                              void (*where)(char *buf, size_t len))
+/* MPI_Init; the rank goes into fatal messages, step names a timed round. */
+static inline void bench_init(int *argc, char ***argv, int *rank, int *nranks, const char *step)
 {
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, nranks);
     bench_rank = *rank;
-    bench_where = where;
+    bench_at.step = step;
 }
 
 /* main's exit status when the options say not to run (rc: 1 after --help, 2

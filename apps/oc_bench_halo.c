@@ -51,25 +51,6 @@
 
 #include "oc_bench_common.h"
 
-/* Where the benchmark is, for every error message. */
-static struct {
-    const char *impl, *phase;
-    int fields;
-    long iter;
-} where = {"-", "set-up", 0, -1};
-
-static void where_str(char *buf, size_t len)
-{
-    int n = snprintf(buf, len, " [impl %s, %s", where.impl, where.phase);
-    if (n < (int)len && where.fields > 0)
-        n += snprintf(buf + n, len - (size_t)n, ", %d field%s", where.fields,
-                      where.fields > 1 ? "s" : "");
-    if (n < (int)len && where.iter >= 0)
-        n += snprintf(buf + n, len - (size_t)n, ", exchange %ld", where.iter);
-    if (n < (int)len)
-        snprintf(buf + n, len - (size_t)n, "]");
-}
-
 /* ---- options ---------------------------------------------------------------- */
 
 enum { IMPL_MPI_2SIDED, IMPL_MPI_RMA, IMPL_OC_THREAD, IMPL_OC_LOOPBACK, IMPL_OC_INLINE,
@@ -668,7 +649,7 @@ static void impl_open(bench_t *b, impl_t *im)
     int ok, all_ok;
     if (!im->offcoll)
         return;
-    where.impl = im->name;
+    bench_at.impl = im->name;
     oc_check(oc_config_init(&cfg), "oc_config_init");
     cfg.progress = im->mode;
     cfg.intranode = im->intranode;
@@ -685,7 +666,7 @@ static void impl_open(bench_t *b, impl_t *im)
         im->unavailable = 1;
     } else
         oc_check(oc_team_create_mpi(im->ctx, b->cart, &im->team), "oc_team_create_mpi");
-    where.impl = "-";
+    bench_at.impl = "-";
 }
 
 static oc_context_t *ctx_of(int i)
@@ -723,7 +704,7 @@ static double checked_exchange(bench_t *b, impl_t *im, int nf, int refill, const
 {
     double t;
     int f;
-    where.phase = ph;
+    bench_at.phase = ph;
     if (b->o.common.check) {
         if (refill)
             b->seq++;
@@ -746,12 +727,12 @@ static double phase(bench_t *b, impl_t *im, int nf, const char *name, long iters
 {
     double total = 0, compute = 0;
     long it;
-    where.phase = name;
+    bench_at.phase = name;
     for (it = 0; it < iters; it++) {
-        where.iter = it;
+        bench_at.iter = it;
         total += exchange(b, im, nf, fp_iters, &compute);
     }
-    where.iter = -1;
+    bench_at.iter = -1;
     if (compute_mean != NULL)
         *compute_mean = iters > 0 ? compute / (double)iters : 0;
     return iters > 0 ? total / (double)iters : 0;
@@ -910,24 +891,24 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
     int i, nf = b->o.fields[cfg];
     double copy = 3 * copy_time(b->cdst, b->csrc, b->sent_per_field * (size_t)nf);
 
-    where.fields = nf;
+    snprintf(bench_at.what, sizeof(bench_at.what), "%d field%s", nf, nf > 1 ? "s" : "");
     for (i = 0; i < IMPL_COUNT; i++) {
         impl_t *im = &impls[i];
         if (!b->o.use[i] || im->unavailable)
             continue;
-        where.impl = im->name;
-        where.phase = "set-up";
+        bench_at.impl = im->name;
+        bench_at.phase = "set-up";
         if (b->rank == 0)
             fprintf(stderr, PROG ": [%d/%d] %2d field%s %-12s (%.1f s elapsed)\n", cfg + 1,
                     b->o.nconfigs, nf, nf > 1 ? "s" : " ", im->name, MPI_Wtime() - b->t0);
         im->setup(im, b, nf);
         res[i] = measure(b, im, nf);
         res[i].copy = copy;
-        where.phase = "tear-down";
+        bench_at.phase = "tear-down";
         im->teardown(im, b, nf);
     }
-    where.impl = "-";
-    where.fields = 0;
+    bench_at.impl = "-";
+    bench_at.what[0] = '\0';
     if (b->rank != 0)
         return;
     for (i = 0; i < IMPL_COUNT; i++)
@@ -945,7 +926,7 @@ int main(int argc, char **argv)
     size_t copy_bytes;
     int i, rc;
 
-    bench_init(&argc, &argv, &b.rank, &b.nranks, where_str);
+    bench_init(&argc, &argv, &b.rank, &b.nranks, "exchange");
     rc = parse_opts(argc, argv, &b.o);
     if (rc != 0)
         return bench_quit(rc);

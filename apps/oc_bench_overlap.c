@@ -52,24 +52,6 @@ struct impl {
     oc_alg_t alg;               /* what offcoll chose for the last start */
 };
 
-/* Where the benchmark is, for every error message. */
-static struct {
-    const char *impl, *phase;
-    size_t block;
-    long iter;
-} where = {"-", "set-up", 0, -1};
-
-static void where_str(char *buf, size_t len)
-{
-    int n = snprintf(buf, len, " [impl %s, %s", where.impl, where.phase);
-    if (n < (int)len && where.block > 0)
-        n += snprintf(buf + n, len - (size_t)n, ", block %zu B", where.block);
-    if (n < (int)len && where.iter >= 0)
-        n += snprintf(buf + n, len - (size_t)n, ", iteration %ld", where.iter);
-    if (n < (int)len)
-        snprintf(buf + n, len - (size_t)n, "]");
-}
-
 static void mpi_blocking_start(impl_t *im, const void *sbuf, void *rbuf, size_t block)
 {
     (void)im;
@@ -122,12 +104,12 @@ static void impl_open(impl_t *im)
     oc_config_t cfg;
     if (!im->offcoll)
         return;
-    where.impl = im->name;
+    bench_at.impl = im->name;
     oc_check(oc_config_init(&cfg), "oc_config_init");
     cfg.progress = im->mode;
     oc_check(oc_init(&cfg, &im->ctx), "oc_init");
     oc_check(oc_team_create_mpi(im->ctx, MPI_COMM_WORLD, &im->team), "oc_team_create_mpi");
-    where.impl = "-";
+    bench_at.impl = "-";
 }
 
 static oc_context_t *ctx_of(int i)
@@ -366,13 +348,13 @@ static double phase(bench_t *b, impl_t *im, size_t block, const phase_t *ph, lon
 {
     double total = 0, compute = 0;
     long it;
-    where.phase = ph->name;
+    bench_at.phase = ph->name;
     for (it = 0; it < iters; it++) {
         int full = !ph->timed && (it == 0 || it == iters - 1);
-        where.iter = it;
+        bench_at.iter = it;
         total += iteration(b, im, block, full, ph->fp_iters, &compute);
     }
-    where.iter = -1;
+    bench_at.iter = -1;
     if (compute_mean != NULL)
         *compute_mean = iters > 0 ? compute / (double)iters : 0;
     return iters > 0 ? total / (double)iters : 0;
@@ -524,7 +506,7 @@ static void run_size(bench_t *b, size_t block, int k, int nsizes, FILE *csv)
     double copy = copy_time_of(b, block);
     int i;
 
-    where.block = block;
+    snprintf(bench_at.what, sizeof(bench_at.what), "block %zu B", block);
     if (b->o.common.check) {
         write_pattern(b, b->sbuf, block, 0, 0);
         write_pattern(b, b->expect, block, 1, 0);
@@ -532,12 +514,12 @@ static void run_size(bench_t *b, size_t block, int k, int nsizes, FILE *csv)
     for (i = 0; i < IMPL_COUNT; i++) {
         if (!b->o.use[i])
             continue;
-        where.impl = impls[i].name;
+        bench_at.impl = impls[i].name;
         progress_line(b, k, nsizes, block, &impls[i]);
         res[i] = measure(b, &impls[i], block);
         res[i].copy = copy;
     }
-    where.impl = "-";
+    bench_at.impl = "-";
     if (b->rank != 0)
         return;
     for (i = 0; i < IMPL_COUNT; i++)
@@ -555,7 +537,7 @@ int main(int argc, char **argv)
     size_t block, bytes;
     int i, k = 0, nsizes, rc;
 
-    bench_init(&argc, &argv, &b.rank, &b.nranks, where_str);
+    bench_init(&argc, &argv, &b.rank, &b.nranks, "iteration");
     rc = parse_opts(argc, argv, &b.o);
     if (rc != 0)
         return bench_quit(rc);
