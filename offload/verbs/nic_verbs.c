@@ -507,6 +507,10 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
         return oc_error(st, "%s", info);
     }
     vb_mr_cache_init(&nic->mrs, nic->dev.pd, 1);
+    oc_notice(nic->verbose && nic->dev.fork_init != 0,
+              "verbs: ibv_fork_init: %s (verbs was in use before offcoll); fork() while "
+              "buffers are registered is safe only on kernels with copy-on-fork (5.13+)",
+              strerror(nic->dev.fork_init));
     st = vb_trigger_open(nic);
     if (st != OC_OK) {
         snprintf(info, size, "%s", oc_last_error());

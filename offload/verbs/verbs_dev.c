@@ -92,6 +92,12 @@ oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
     int flags;
 
     memset(d, 0, sizeof(*d));
+    /* Before the first registration, as UCX does: on kernels without
+     * copy-on-fork for pinned pages (before 5.13) a fork() would otherwise
+     * leave the parent writing into pages the NIC no longer sees. A no-op
+     * where the kernel handles it; too late (EINVAL) where this process
+     * used verbs before, which is then the application's choice. */
+    d->fork_init = ibv_fork_init();
     st = open_first_active(d, reason, size);
     if (st != OC_OK)
         return st;

@@ -186,6 +186,7 @@ typedef struct {
     vb_addr_t addr;
     enum ibv_mtu mtu;
     size_t max_msg;                  /* bytes per WR: the port's max_msg_sz, at most VB_MAX_MSG */
+    int fork_init;                   /* what ibv_fork_init returned (0, or an errno value) */
     char name[64];
 } vb_dev_t;
 
