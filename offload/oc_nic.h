@@ -110,6 +110,28 @@ struct oc_nic {
     void *am_arg;
 };
 
+/* Control messages a backend has received, held until its progress call
+ * returns, then handed to am_cb in arrival order (oc_nic_am.c): the
+ * engine's handler never runs inside the network layer's own callback. */
+typedef struct oc_nic_am_msg oc_nic_am_msg_t;
+typedef struct {
+    oc_nic_am_msg_t *head, **tail;
+} oc_nic_amq_t;
+
+void oc_nic_amq_init(oc_nic_amq_t *q);
+/* Copies len bytes; out of memory, the message is lost with a notice naming
+ * the backend (who). */
+void oc_nic_amq_push(oc_nic_amq_t *q, const char *who, const void *data, size_t len);
+/* Hands every held message to nic's am_cb; returns how many. */
+unsigned oc_nic_amq_deliver(oc_nic_amq_t *q, oc_nic_t *nic);
+/* Frees what was not delivered. */
+void oc_nic_amq_fini(oc_nic_amq_t *q);
+
+static inline int oc_nic_amq_busy(const oc_nic_amq_t *q)
+{
+    return q->head != NULL;
+}
+
 typedef struct {
     int verbose;
     int intranode_loopback; /* reach same-host peers through the network transport */

@@ -35,12 +35,6 @@ struct oc_nic_mem {
     ucp_mem_h memh;
 };
 
-typedef struct am_msg {
-    struct am_msg *next;
-    size_t len;
-    char data[];
-} am_msg_t;
-
 typedef struct {
     oc_nic_t base;
     ucp_context_h context;
@@ -50,7 +44,7 @@ typedef struct {
     int efd;
     int verbose;
     struct oc_nic_ep *eps;
-    am_msg_t *am_head, **am_tail;
+    oc_nic_amq_t am;           /* control messages to deliver */
     oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
     size_t nflushed, flushed_cap;
 } nic_ucx_t;
@@ -129,7 +123,6 @@ static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *i
 /* Marks a notification whose flush completed: it waits in nic->flushed. */
 #define SLOT_FLUSHED ((void *)2)
 
-static void am_queue(nic_ucx_t *nic, const void *data, size_t len);
 
 /* A notification's puts are remotely complete: queue it for sending after
  * the progress call (sending from inside a UCX callback is not safe). */
@@ -181,7 +174,7 @@ static void do_local(nic_ucx_t *nic, const oc_task_t *t)
     if (t->type == OC_TASK_PUT && t->len > 0)
         memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
     else if (t->type == OC_TASK_NOTIFY)
-        am_queue(nic, t->src, t->len);
+        oc_nic_amq_push(&nic->am, "ucx", t->src, t->len);
 }
 
 /* Posts one transfer, counted in list->outstanding until it finishes. */
@@ -332,44 +325,14 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
 static ucs_status_t am_recv_cb(void *arg, const void *header, size_t header_length,
                                void *data, size_t length, const ucp_am_recv_param_t *param)
 {
+    nic_ucx_t *nic = arg;
     (void)header;
     (void)header_length;
     if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV))
         return UCS_OK; /* control messages are small; a rendezvous one is not ours */
-    am_queue(arg, data, length);
+    oc_nic_amq_push(&nic->am, "ucx", data, length);
     return UCS_OK;
-}
-
-/* Holds a control message until the progress call returns. */
-static void am_queue(nic_ucx_t *nic, const void *data, size_t len)
-{
-    am_msg_t *m = malloc(sizeof(*m) + len);
-    if (m == NULL) {
-        oc_notice(1, "ucx: out of memory: a control message of %zu bytes was lost", len);
-        return;
-    }
-    m->next = NULL;
-    m->len = len;
-    memcpy(m->data, data, len);
-    *nic->am_tail = m;
-    nic->am_tail = &m->next;
-}
-
-static unsigned deliver_am(nic_ucx_t *nic)
-{
-    unsigned n = 0;
-    while (nic->am_head != NULL) {
-        am_msg_t *m = nic->am_head;
-        nic->am_head = m->next;
-        if (nic->am_head == NULL)
-            nic->am_tail = &nic->am_head;
-        if (nic->base.am_cb != NULL)
-            nic->base.am_cb(nic->base.am_arg, m->data, m->len);
-        free(m);
-        n++;
-    }
-    return n;
 }
 
 static void am_send_cb(void *request, ucs_status_t st, void *user_data)
@@ -413,14 +376,14 @@ static unsigned ucx_progress(oc_nic_t *base)
     nic_ucx_t *nic = (nic_ucx_t *)base;
     unsigned n = ucp_worker_progress(nic->worker);
     n += send_flushed(nic);
-    return n + deliver_am(nic);
+    return n + oc_nic_amq_deliver(&nic->am, &nic->base);
 }
 
 static oc_status_t ucx_arm(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     ucs_status_t st;
-    if (nic->am_head != NULL || nic->nflushed > 0)
+    if (oc_nic_amq_busy(&nic->am) || nic->nflushed > 0)
         return OC_ERR_BUSY;
     st = ucp_worker_arm(nic->worker);
     if (st == UCS_OK)
@@ -652,7 +615,7 @@ static void ucx_destroy(oc_nic_t *base)
     if (nic->worker != NULL) {
         drop_unexpected(nic);
         close_eps(nic);
-        deliver_am(nic);
+        oc_nic_amq_deliver(&nic->am, &nic->base);
         free(nic->flushed);
         if (nic->address != NULL)
             ucp_worker_release_address(nic->worker, nic->address);
@@ -696,7 +659,7 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
     if (nic == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "ucx: backend");
     nic->base.ops = &ucx_ops;
-    nic->am_tail = &nic->am_head;
+    oc_nic_amq_init(&nic->am);
     nic->efd = -1;
     nic->verbose = params->verbose;
 

@@ -125,7 +125,7 @@ static unsigned drain(vb_nic_t *nic)
     n += poll_cq(nic, nic->dev.rcq, recv_completed);
     n += poll_cq(nic, nic->dev.tcq, send_completed);
     vb_flush(nic);
-    return n + vb_proto_deliver(nic);
+    return n + oc_nic_amq_deliver(&nic->proto.am, &nic->base);
 }
 
 /* ---- lists --------------------------------------------------------------------------- */
@@ -139,7 +139,7 @@ static oc_status_t do_local(vb_nic_t *nic, const oc_task_t *t)
             memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
         return OC_OK;
     case OC_TASK_NOTIFY:
-        vb_proto_am_queue(nic, t->src, t->len);
+        oc_nic_amq_push(&nic->proto.am, "verbs", t->src, t->len);
         return OC_OK;
     case OC_TASK_FLUSH:
         return OC_OK;
@@ -289,7 +289,7 @@ static oc_status_t vb_arm(oc_nic_t *base)
 {
     vb_nic_t *nic = (vb_nic_t *)base;
     oc_status_t st;
-    if (vb_proto_busy(nic))
+    if (oc_nic_amq_busy(&nic->proto.am))
         return OC_ERR_BUSY;
     st = vb_dev_arm(&nic->dev);
     if (st != OC_OK)

@@ -233,14 +233,13 @@ void vb_trigger_stage(vb_nic_t *nic, oc_nic_list_t *list, unsigned sq_slots);
 typedef struct vb_recv vb_recv_t;
 typedef struct vb_unexp vb_unexp_t;
 typedef struct vb_rndv_send vb_rndv_send_t;
-typedef struct vb_am vb_am_t;
 
 typedef struct {
     vb_recv_t *expected, **expected_tail; /* RECV tasks waiting for EAGER or RTS */
     vb_recv_t *writing;                   /* RECV tasks that sent RTR */
     vb_unexp_t *unexp, **unexp_tail;      /* arrivals before their RECV task */
     vb_rndv_send_t *rts;                  /* SEND tasks waiting for RTR */
-    vb_am_t *am_head, **am_tail;          /* control messages to deliver */
+    oc_nic_amq_t am;                      /* control messages to deliver */
     uint32_t next_cookie;
 } vb_proto_t;
 
@@ -255,10 +254,6 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
                           oc_nic_slot_t *slot);
 /* The software-held tasks of list end with status. */
 void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status);
-/* Holds a control message for delivery after the progress call. */
-void vb_proto_am_queue(vb_nic_t *nic, const void *data, size_t len);
-unsigned vb_proto_deliver(vb_nic_t *nic);
-int vb_proto_busy(const vb_nic_t *nic);
 
 /* ---- the instance (nic_verbs.c) -------------------------------------------- */
 

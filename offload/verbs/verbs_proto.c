@@ -68,18 +68,12 @@ struct vb_rndv_send {
     oc_nic_ep_t *ep;
 };
 
-struct vb_am {
-    vb_am_t *next;
-    size_t len;
-    char data[];
-};
-
 void vb_proto_init(vb_proto_t *p)
 {
     memset(p, 0, sizeof(*p));
     p->expected_tail = &p->expected;
     p->unexp_tail = &p->unexp;
-    p->am_tail = &p->am_head;
+    oc_nic_amq_init(&p->am);
 }
 
 /* A message of no task (RTR): lost only when memory is. */
@@ -322,7 +316,7 @@ void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
         arrived_rtr(nic, &h);
         break;
     case VB_MSG_CTRL:
-        vb_proto_am_queue(nic, payload, (size_t)h.len);
+        oc_nic_amq_push(&nic->proto.am, "verbs", payload, (size_t)h.len);
         break;
     case VB_MSG_CREDIT:
         break; /* taken above */
@@ -397,42 +391,6 @@ void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
 
 /* ---- control messages ----------------------------------------------------------- */
 
-void vb_proto_am_queue(vb_nic_t *nic, const void *data, size_t len)
-{
-    vb_am_t *m = malloc(sizeof(*m) + len);
-    if (m == NULL) {
-        oc_notice(1, "verbs: out of memory: a control message of %zu bytes was lost", len);
-        return;
-    }
-    m->next = NULL;
-    m->len = len;
-    memcpy(m->data, data, len);
-    *nic->proto.am_tail = m;
-    nic->proto.am_tail = &m->next;
-}
-
-unsigned vb_proto_deliver(vb_nic_t *nic)
-{
-    vb_proto_t *p = &nic->proto;
-    unsigned n = 0;
-    while (p->am_head != NULL) {
-        vb_am_t *m = p->am_head;
-        p->am_head = m->next;
-        if (p->am_head == NULL)
-            p->am_tail = &p->am_head;
-        if (nic->base.am_cb != NULL)
-            nic->base.am_cb(nic->base.am_arg, m->data, m->len);
-        free(m);
-        n++;
-    }
-    return n;
-}
-
-int vb_proto_busy(const vb_nic_t *nic)
-{
-    return nic->proto.am_head != NULL;
-}
-
 void vb_proto_fini(vb_proto_t *p)
 {
     while (p->expected != NULL) {
@@ -455,10 +413,5 @@ void vb_proto_fini(vb_proto_t *p)
         p->rts = rs->next;
         free(rs);
     }
-    while (p->am_head != NULL) {
-        vb_am_t *m = p->am_head;
-        p->am_head = m->next;
-        free(m);
-    }
-    p->am_tail = &p->am_head;
+    oc_nic_amq_fini(&p->am);
 }
