@@ -126,6 +126,18 @@ static void test_null_accessors(void **state)
     assert_int_equal(oc_request_alg(NULL), OC_ALG_AUTO);
 }
 
+/* For layers on top of offcoll: the detail is copied, NULL counts as "". */
+static void test_set_last_error(void **state)
+{
+    char detail[] = "layer: comm is MPI_COMM_NULL";
+    (void)state;
+    assert_int_equal(oc_set_last_error(OC_ERR_INVALID_ARG, detail), OC_ERR_INVALID_ARG);
+    detail[0] = 'X';
+    assert_string_equal(oc_last_error(), "layer: comm is MPI_COMM_NULL");
+    assert_int_equal(oc_set_last_error(OC_ERR_BUSY, NULL), OC_ERR_BUSY);
+    assert_string_equal(oc_last_error(), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +145,7 @@ int main(void)
         cmocka_unit_test(test_team_create_peer_failed),
         cmocka_unit_test(test_context_args),
         cmocka_unit_test(test_null_accessors),
+        cmocka_unit_test(test_set_last_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
