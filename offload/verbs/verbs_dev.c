@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,16 @@ static oc_status_t fail(vb_dev_t *d, const char *what, char *reason, size_t size
     return OC_ERR_UNAVAILABLE;
 }
 
+/* ibv_fork_init is process-wide and not thread-safe: contexts opened by
+ * several threads at once would race in it. Once per process. */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static int fork_init_rc;
+
+static void fork_init(void)
+{
+    fork_init_rc = ibv_fork_init();
+}
+
 oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
 {
     union ibv_gid gid;
@@ -97,7 +108,8 @@ oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
      * leave the parent writing into pages the NIC no longer sees. A no-op
      * where the kernel handles it; too late (EINVAL) where this process
      * used verbs before, which is then the application's choice. */
-    d->fork_init = ibv_fork_init();
+    pthread_once(&fork_once, fork_init);
+    d->fork_init = fork_init_rc;
     st = open_first_active(d, reason, size);
     if (st != OC_OK)
         return st;
