@@ -126,12 +126,16 @@ int p3_slabs_init(p3_t *p, int nslab)
         nslab = p->iisize > 0 ? p->iisize : 1;
     split_free(&p->slab);
     fftw_free(p->ztmp);
+    fftw_free(p->plane);
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
+    /* the first slab is the widest */
     p->ztmp = cbuf((size_t)p->slab.n[0] * p->jjsize * p->nz);
-    if (p->ztmp == NULL)
-        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffer");
+    p->plane_len = (size_t)p->slab.n[0] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
+    p->plane = cbuf(p->plane_len);
+    if (p->ztmp == NULL || p->plane == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");
     return P3DFFT_OK;
 }
 
@@ -159,6 +163,7 @@ void p3_decomp_free(p3_t *p)
     fftw_free(p->xrbuf);
     fftw_free(p->ybuf);
     fftw_free(p->ztmp);
+    fftw_free(p->plane);
     for (s = 0; s < P3_SLOTS; s++) {
         fftw_free(p->ya[s]);
         fftw_free(p->zb[s]);

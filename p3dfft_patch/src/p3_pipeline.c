@@ -14,7 +14,7 @@
  *   ybuf  per slab (xs, ny, kjsize)   Y-pencil
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
- *   ztmp  (xs, jjsize, nz)            one slab of the Z-pencil
+ *   ztmp  (xs, nz, jjsize)            one slab of the Z-pencil, Z before Y
  * The Y-Z layouts let FFT-y write and read the transpose's blocks directly;
  * yz_copy turns the Z side's blocks into a Z-pencil slab and back (with one
  * rank in COL, FFT-z reads and writes the single block in place). The X-Y
@@ -95,7 +95,7 @@ static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int to_pencil)
         for (y = 0; y < p->jjsize; y++)
             for (z = 0; z < zn; z++) {
                 fftw_complex *b = blk + (size_t)xs * (z + (size_t)zn * y);
-                fftw_complex *t = p->ztmp + (size_t)xs * (y + (size_t)p->jjsize * (zs + z));
+                fftw_complex *t = p->ztmp + (size_t)xs * (zs + z + (size_t)p->nz * y);
                 if (to_pencil)
                     for (x = 0; x < xs; x++)
                         t[x] = b[x];
@@ -107,19 +107,12 @@ static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int to_pencil)
     }
 }
 
-/* A slab of the Z-pencil as FFT-z sees it: ztmp (xs, jjsize, nz), or, with
- * one rank in COL, the Z side's single block (xs, nz, jjsize) in place. */
-typedef struct {
-    fftw_complex *base;
-    int zstride, ystride;
-} zview_t;
-
-static zview_t zview(const p3_t *p, fftw_complex *block, int xs)
+/* A slab of the Z-pencil as FFT-z sees it, (xs, nz, jjsize): ztmp, or, with
+ * one rank in COL, the Z side's single block in place. Z right after X keeps
+ * FFT-z's lines packed on this side (see p3_fft.c). */
+static fftw_complex *zpencil(const p3_t *p, fftw_complex *block)
 {
-    zview_t v = {p->ztmp, xs * p->jjsize, xs};
-    if (p->jproc == 1)
-        v = (zview_t){block, xs, xs * p->nz};
-    return v;
+    return p->jproc == 1 ? block : p->ztmp;
 }
 
 /* The Z stage for op letter zop: a Fourier transform in direction fourier,
@@ -184,19 +177,17 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
 static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
-    zview_t z;
     p3_stage_t st;
     double t = now();
     if ((rc = p3_yz_wait(p, slot)))
         return rc;
     p->timers[1] += now() - t;
     t = now();
-    z = zview(p, p3_yz_rbuf(p, P3_FWD, slot, s), xs);
     if (p->jproc > 1)
         yz_copy(p, xs, p3_yz_rbuf(p, P3_FWD, slot, s), 1);
-    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, z.zstride, p->iisize * jj),
-                 iod(jj, z.ystride, p->iisize), iod(xs, 1, 1));
-    rc = p3_stage_run(p, &st, z.base, out + x0);
+    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
+                 iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
+    rc = p3_stage_run(p, &st, zpencil(p, p3_yz_rbuf(p, P3_FWD, slot, s)), out + x0);
     p->timers[7] += now() - t;
     return rc;
 }
@@ -228,11 +219,10 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
 static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
-    zview_t z = zview(p, p3_yz_sbuf(p, P3_BWD, slot, s), xs);
     double t = now();
-    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, z.zstride),
-                            iod(jj, p->iisize, z.ystride), iod(xs, 1, 1));
-    rc = p3_stage_run(p, &st, (void *)(in + x0), z.base);
+    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
+                            iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
+    rc = p3_stage_run(p, &st, (void *)(in + x0), zpencil(p, p3_yz_sbuf(p, P3_BWD, slot, s)));
     if (rc)
         return rc;
     if (p->jproc > 1)
