@@ -170,7 +170,8 @@ typedef struct {
  *  same outcome: a member that fails (ctx NULL, say, because its oc_init
  *  failed) still takes part, and the others return OC_ERR_MISMATCH naming
  *  it. Only a member whose params are unusable (NULL, bad rank or size, no
- *  allgather) returns at once, leaving the others in their allgather. */
+ *  allgather), or that cannot allocate a few bytes per member for the first
+ *  round, returns at once, leaving the others in their allgather. */
 oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
                            oc_team_t **team);
 

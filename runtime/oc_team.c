@@ -132,11 +132,31 @@ static void wireup_fn(oc_pe_t *pe, void *arg)
         snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
 }
 
+/* The wire-up buffers of backends whose endpoints are per pair, allocated
+ * before the first vote so that running short of memory later cannot keep a
+ * member out of a round its peers are in. */
+typedef struct {
+    unsigned char *mine, *all;
+} wireup_bufs_t;
+
+static oc_status_t wireup_alloc(const oc_context_t *ctx, int size, wireup_bufs_t *b)
+{
+    size_t n = (size_t)size, len = ctx->nic->ops->wireup_len;
+    if (ctx->nic->ops->ep_wireup == NULL)
+        return OC_OK;
+    b->mine = calloc(n, len);
+    b->all = malloc(n * n * len);
+    if (b->mine == NULL || b->all == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: wire-up of %d members", size);
+    return OC_OK;
+}
+
 /* The second round of backends whose endpoints are per pair (the vote that
  * follows keeps traffic from starting before the peer's end is ready).
  * Every member takes part whatever its own status (st), so that none is left
  * waiting. */
-static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_t st)
+static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, const wireup_bufs_t *b,
+                          oc_status_t st)
 {
     const oc_nic_ops_t *ops = team->ctx->nic->ops;
     size_t n = (size_t)p->size, len = ops->wireup_len;
@@ -148,13 +168,8 @@ static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_
     a.team = team;
     a.len = len;
     a.status = st;
-    a.mine = calloc(n, len);
-    a.all = malloc(n * n * len);
-    if (a.mine == NULL || a.all == NULL) {
-        free(a.mine);
-        free(a.all);
-        return oc_error(OC_ERR_NO_MEMORY, "oc_team_create: wire-up of %d members", p->size);
-    }
+    a.mine = b->mine;
+    a.all = b->all;
     if (a.status == OC_OK)
         oc_pe_call(team->ctx->pe, wireup_fn, &a);
     if (p->allgather(a.mine, a.all, n * len, p->arg) != 0 && a.status == OC_OK)
@@ -164,8 +179,6 @@ static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, oc_status_
         oc_pe_call(team->ctx->pe, wireup_fn, &a);
     if (a.status != OC_OK && a.error[0] != '\0')
         oc_error(a.status, "oc_team_create: %s", a.error);
-    free(a.mine);
-    free(a.all);
     return a.status;
 }
 
@@ -190,16 +203,17 @@ static oc_status_t check_params(const oc_team_params_t *p)
  * round. A member that failed keeps its own error; the others get one naming
  * it, "<what> on rank R". gather exchanges one int32 per member. */
 static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, int32_t *oks),
-                        void *arg, oc_status_t st, const char *what)
+                        void *arg, oc_status_t st, const char *what, int32_t *buf)
 {
-    int32_t ok = st == OC_OK, *oks = malloc((size_t)size * sizeof(*oks));
+    int32_t ok = st == OC_OK, *oks = buf != NULL ? buf : malloc((size_t)size * sizeof(*oks));
     oc_status_t gst;
     int r, nfailed = 0;
     if (oks == NULL)
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", size);
     gst = gather(arg, ok, oks);
     if (gst != OC_OK) {
-        free(oks);
+        if (oks != buf)
+            free(oks);
         return st != OC_OK ? st : gst;
     }
     for (r = 0; r < size && ok; r++) {
@@ -212,7 +226,8 @@ static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, i
     }
     if (nfailed > 0)
         oc_error_append(" (oc_last_error() there says why)");
-    free(oks);
+    if (oks != buf)
+        free(oks);
     return st;
 }
 
@@ -231,15 +246,24 @@ static oc_status_t team_gather(void *arg, int32_t ok, int32_t *oks)
 
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what)
 {
-    return vote(team->size, team_gather, team, st, what);
+    return vote(team->size, team_gather, team, st, what, NULL);
 }
 
+/* No backend address comes near this: a larger one announced by a peer
+ * means it runs another build of offcoll, or its memory is corrupt. */
+#define TEAM_MAX_ADDR_LEN (1u << 20)
+
 /* st: this member's status so far; it takes part in the first vote whatever
- * it is (team is NULL when st is not OC_OK). */
+ * it is (team is NULL when st is not OC_OK). Everything the later rounds need
+ * whatever the peers announce is allocated before that vote; what depends on
+ * their addresses' lengths has a vote of its own. So from the first vote on
+ * a member leaves no round that its peers are in. */
 static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_status_t st)
 {
     oc_context_t *ctx = team != NULL ? team->ctx : NULL;
     team_hello_t mine, *hello = NULL;
+    int32_t *oks = NULL;
+    wireup_bufs_t wb = {NULL, NULL};
     const void *addr = NULL;
     size_t len = 0, stride = 0;
     unsigned char *padded = NULL, *all = NULL;
@@ -248,30 +272,37 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
 
     if (st == OC_OK)
         st = ctx->nic->ops->address(ctx->nic, &addr, &len);
-    if (st == OC_OK && (hello = malloc((size_t)p->size * sizeof(*hello))) == NULL)
+    if (st == OC_OK && ((hello = malloc((size_t)p->size * sizeof(*hello))) == NULL ||
+                        (oks = malloc((size_t)p->size * sizeof(*oks))) == NULL))
         st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
-    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed before connecting");
-    if (st != OC_OK) {
-        free(hello);
-        return st;
-    }
+    if (st == OC_OK)
+        st = wireup_alloc(ctx, p->size, &wb);
+    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed before connecting", oks);
+    if (st != OC_OK)
+        goto out;
     mine.team_id = team->id;
     mine.addr_len = (uint32_t)len;
     if (p->allgather(&mine, hello, sizeof(mine), p->arg) != 0) {
-        free(hello);
-        return oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
-    }
-    for (r = 0; r < p->size; r++) {
-        team->peer_ids[r] = hello[r].team_id;
-        if (hello[r].addr_len > stride)
-            stride = hello[r].addr_len;
-    }
-    padded = calloc(1, stride);
-    all = malloc((size_t)p->size * stride);
-    if (padded == NULL || all == NULL) {
-        st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: addresses");
+        st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
         goto out;
     }
+    for (r = 0; r < p->size && st == OC_OK; r++) {
+        team->peer_ids[r] = hello[r].team_id;
+        if (hello[r].addr_len > TEAM_MAX_ADDR_LEN)
+            st = oc_error(OC_ERR_MISMATCH, "oc_team_create: rank %d announced a %u-byte address "
+                          "(at most %u): another build of offcoll?", r, hello[r].addr_len,
+                          TEAM_MAX_ADDR_LEN);
+        else if (hello[r].addr_len > stride)
+            stride = hello[r].addr_len;
+    }
+    if (st == OC_OK && ((padded = calloc(1, stride)) == NULL ||
+                        (all = malloc((size_t)p->size * stride)) == NULL))
+        st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d addresses of up to %zu bytes",
+                      p->size, stride);
+    st = vote(p->size, oob_gather, (void *)p, st,
+              "oc_team_create: failed before exchanging addresses", oks);
+    if (st != OC_OK)
+        goto out;
     memcpy(padded, addr, len);
     if (p->allgather(padded, all, stride, p->arg) != 0) {
         st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
@@ -286,14 +317,17 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
     st = ca.status;
     if (st != OC_OK)
         oc_error(st, "oc_team_create: %s", ca.error);
-    st = wireup(team, p, st);
+    st = wireup(team, p, &wb, st);
     /* No member leaves before all have connected: one that went on to
      * finalize its context would take with it the memory its peers are still
      * attaching (UCX's shared-memory FIFOs), and one that sent at once could
      * reach a peer whose end of a per-pair QP is not ready. */
-    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed while connecting");
+    st = vote(p->size, oob_gather, (void *)p, st, "oc_team_create: failed while connecting", oks);
 out:
     free(hello);
+    free(oks);
+    free(wb.mine);
+    free(wb.all);
     free(padded);
     free(all);
     return st;

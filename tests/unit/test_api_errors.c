@@ -3,8 +3,8 @@
  * out-of-range argument is refused with OC_ERR_INVALID_ARG and a message that
  * names it; the accessors answer a NULL object with a harmless value. Team
  * creation with a stand-in for the other member: a member refused locally
- * still votes once, so that its peer is not left waiting, and a peer's
- * failure fails this member too.
+ * still votes once, so that its peer is not left waiting, a peer's failure
+ * fails this member too, and so does what the hello reveals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +43,31 @@ static int stand_in(const void *src, void *dst, size_t len, void *arg)
     assert_int_equal(len, sizeof(vote));
     memcpy(dst, src, len);
     memcpy((char *)dst + len, &vote, len);
+    return 0;
+}
+
+/* A stand-in that gets through the first vote and the hello: it echoes the
+ * member's hello with its address length replaced by peer_addr_len, votes
+ * peer_vote2 in the vote that follows, and counts the rounds. */
+static uint32_t peer_addr_len;
+static int peer_vote2;
+
+static int scripted(const void *src, void *dst, size_t len, void *arg)
+{
+    int32_t vote = rounds == 0 ? 1 : peer_vote2;
+    (void)arg;
+    rounds++;
+    memcpy(dst, src, len);
+    if (rounds == 2) { /* the hello: a team id and an address length */
+        uint32_t hello[2];
+        assert_int_equal(len, sizeof(hello));
+        memcpy(hello, src, len);
+        hello[1] = peer_addr_len;
+        memcpy((char *)dst + len, hello, len);
+    } else {
+        assert_int_equal(len, sizeof(vote));
+        memcpy((char *)dst + len, &vote, len);
+    }
     return 0;
 }
 
@@ -103,6 +128,30 @@ static void test_team_create_peer_failed(void **state)
     assert_null(team);
 }
 
+/* What the members learn from the hello is voted on before the addresses
+ * are exchanged, so a member that cannot go on leaves no peer waiting. */
+static void test_team_create_after_hello(void **state)
+{
+    oc_team_t *team = NULL;
+    oc_team_params_t p = {0, 2, scripted, NULL};
+
+    rounds = 0;
+    peer_addr_len = 1u << 31;
+    peer_vote2 = 0; /* it sees the same length and refuses too */
+    assert_int_equal(oc_team_create(*state, &p, &team), OC_ERR_MISMATCH);
+    assert_non_null(strstr(oc_last_error(), "rank 1 announced a 2147483648-byte address"));
+    assert_int_equal(rounds, 3);
+    assert_null(team);
+
+    rounds = 0;
+    peer_addr_len = 64;
+    peer_vote2 = 0; /* it could not take the addresses in */
+    assert_int_equal(oc_team_create(*state, &p, &team), OC_ERR_MISMATCH);
+    assert_non_null(strstr(oc_last_error(), "failed before exchanging addresses on rank 1"));
+    assert_int_equal(rounds, 3);
+    assert_null(team);
+}
+
 static void test_context_args(void **state)
 {
     oc_context_t *ctx = *state;
@@ -143,6 +192,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_team_create_args),
         cmocka_unit_test(test_team_create_peer_failed),
+        cmocka_unit_test(test_team_create_after_hello),
         cmocka_unit_test(test_context_args),
         cmocka_unit_test(test_null_accessors),
         cmocka_unit_test(test_set_last_error),
