@@ -131,7 +131,7 @@ int p3_slabs_init(p3_t *p, int nslab)
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
     /* the first slab is the widest */
-    p->ztmp = cbuf((size_t)p->slab.n[0] * p->jjsize * p->nz);
+    p->ztmp = cbuf((size_t)p->slab.n[0] * p->nz);
     p->plane_len = (size_t)p->slab.n[0] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
     p->plane = cbuf(p->plane_len);
     if (p->ztmp == NULL || p->plane == NULL)

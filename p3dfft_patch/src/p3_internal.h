@@ -81,7 +81,7 @@ typedef struct {
     fftw_complex *ybuf;  /* Y-pencil, slab after slab, each (xs, ny, kjsize) */
     fftw_complex *ya[P3_SLOTS]; /* per slot, slab after slab (xs, kjsize, ny) */
     fftw_complex *zb[P3_SLOTS]; /* per slot, slab after slab, blocks (xs, kj_r, jjsize) */
-    fftw_complex *ztmp;  /* one slab (xs, nz, jjsize) */
+    fftw_complex *ztmp;  /* one line of a slab's Z-pencil, (xs, nz) */
     fftw_complex *plane; /* one plane of a stage, (xs, n) packed: p3_fft.c */
     size_t plane_len;    /* its complex values */
 

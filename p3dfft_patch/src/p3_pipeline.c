@@ -14,10 +14,11 @@
  *   ybuf  per slab (xs, ny, kjsize)   Y-pencil
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
- *   ztmp  (xs, nz, jjsize)            one slab of the Z-pencil, Z before Y
+ *   ztmp  (xs, nz)                    one line of a slab's Z-pencil
  * The Y-Z layouts let FFT-y write and read the transpose's blocks directly;
- * yz_copy turns the Z side's blocks into a Z-pencil slab and back (with one
- * rank in COL, FFT-z reads and writes the single block in place). The X-Y
+ * yz_copy turns the Z side's blocks into one line of the Z-pencil and back,
+ * line by line as FFT-z goes (with one rank in COL, FFT-z reads and writes
+ * the single block in place). The X-Y
  * copies move contiguous X runs and vanish with one rank in ROW.
  */
 #include <string.h>
@@ -84,35 +85,19 @@ static void y_copy(p3_t *p, int to_pencil)
     }
 }
 
-/* Between the Z-side blocks of a slab and ztmp: block r is (xs, zn_r, jjsize).
+/* Line y of a slab's Z-pencil, (xs, nz), between the Z side's blocks (block
+ * r is (xs, zn_r, jjsize): the line's part of it is one run) and ztmp.
  * to_pencil: blocks -> ztmp (forward), else ztmp -> blocks. */
-static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int to_pencil)
+static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int y, int to_pencil)
 {
-    int r, y, z, x;
+    int r;
     for (r = 0; r < p->jproc; r++) {
         int zn = p->zj.n[r], zs = p->zj.s[r];
-        fftw_complex *blk = blocks + (size_t)xs * p->jjsize * zs;
-        for (y = 0; y < p->jjsize; y++)
-            for (z = 0; z < zn; z++) {
-                fftw_complex *b = blk + (size_t)xs * (z + (size_t)zn * y);
-                fftw_complex *t = p->ztmp + (size_t)xs * (zs + z + (size_t)p->nz * y);
-                if (to_pencil)
-                    for (x = 0; x < xs; x++)
-                        t[x] = b[x];
-                else
-                    for (x = 0; x < xs; x++)
-                        b[x] = t[x];
-            }
-        p3_yz_progress(p);
+        fftw_complex *b = blocks + (size_t)xs * ((size_t)p->jjsize * zs + (size_t)zn * y);
+        fftw_complex *t = p->ztmp + (size_t)xs * zs;
+        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)zn;
+        memcpy(to_pencil ? t : b, to_pencil ? b : t, bytes);
     }
-}
-
-/* A slab of the Z-pencil as FFT-z sees it, (xs, nz, jjsize): ztmp, or, with
- * one rank in COL, the Z side's single block in place. Z right after X keeps
- * FFT-z's lines packed on this side (see p3_fft.c). */
-static fftw_complex *zpencil(const p3_t *p, fftw_complex *block)
-{
-    return p->jproc == 1 ? block : p->ztmp;
 }
 
 /* The Z stage for op letter zop: a Fourier transform in direction fourier,
@@ -174,20 +159,31 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
     return rc;
 }
 
+/* FFT-z reads a slab's Z-pencil (xs, nz, jjsize) packed along Z: with one
+ * rank in COL the Z side's single block in place, else line by line from the
+ * blocks through ztmp, which stays in cache. */
 static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
 {
-    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
+    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
+    fftw_complex *blocks = p3_yz_rbuf(p, P3_FWD, slot, s);
     p3_stage_t st;
     double t = now();
     if ((rc = p3_yz_wait(p, slot)))
         return rc;
     p->timers[1] += now() - t;
     t = now();
-    if (p->jproc > 1)
-        yz_copy(p, xs, p3_yz_rbuf(p, P3_FWD, slot, s), 1);
-    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
-                 iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
-    rc = p3_stage_run(p, &st, zpencil(p, p3_yz_rbuf(p, P3_FWD, slot, s)), out + x0);
+    if (p->jproc == 1) {
+        st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
+                     iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
+        rc = p3_stage_run(p, &st, blocks, out + x0);
+    } else {
+        st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj), iod(1, 0, 0),
+                     iod(xs, 1, 1));
+        for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
+            yz_copy(p, xs, blocks, y, 1);
+            rc = p3_stage_run(p, &st, p->ztmp, out + x0 + (size_t)p->iisize * y);
+        }
+    }
     p->timers[7] += now() - t;
     return rc;
 }
@@ -216,17 +212,29 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
 
 /* ---- backward ---------------------------------------------------------------- */
 
+/* Mirrors fwd_finish: FFT-z writes the Z-pencil packed along Z. */
 static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t zop)
 {
-    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc;
+    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc = P3DFFT_OK, y;
+    fftw_complex *blocks = p3_yz_sbuf(p, P3_BWD, slot, s);
     double t = now();
-    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
-                            iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
-    rc = p3_stage_run(p, &st, (void *)(in + x0), zpencil(p, p3_yz_sbuf(p, P3_BWD, slot, s)));
+    p3_stage_t st;
+
+    if (p->jproc == 1) {
+        st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
+                     iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
+        rc = p3_stage_run(p, &st, (void *)(in + x0), blocks);
+    } else {
+        st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs), iod(1, 0, 0),
+                     iod(xs, 1, 1));
+        for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
+            rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->ztmp);
+            if (rc == P3DFFT_OK)
+                yz_copy(p, xs, blocks, y, 0);
+        }
+    }
     if (rc)
         return rc;
-    if (p->jproc > 1)
-        yz_copy(p, xs, p3_yz_sbuf(p, P3_BWD, slot, s), 0);
     p->timers[8] += now() - t;
     t = now();
     rc = p3_yz_start(p, P3_BWD, slot, s);
