@@ -102,12 +102,11 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
     if ((rc = xy_counts_init(p)))
         return rc;
     p->xbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-    p->ybuf = cbuf((size_t)p->iisize * ny * p->kjsize);
     if (p->iproc > 1) { /* with one rank in ROW the X-Y blocks are xbuf itself */
         p->xsbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
         p->xrbuf = cbuf((size_t)p->iisize * ny * p->kjsize);
     }
-    if (p->xbuf == NULL || p->ybuf == NULL || (p->iproc > 1 && (p->xsbuf == NULL || p->xrbuf == NULL)))
+    if (p->xbuf == NULL || (p->iproc > 1 && (p->xsbuf == NULL || p->xrbuf == NULL)))
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     for (s = 0; s < P3_SLOTS; s++) {
         p->ya[s] = cbuf((size_t)p->iisize * p->kjsize * ny);
@@ -125,16 +124,16 @@ int p3_slabs_init(p3_t *p, int nslab)
     if (nslab > p->iisize)
         nslab = p->iisize > 0 ? p->iisize : 1;
     split_free(&p->slab);
-    fftw_free(p->ztmp);
+    fftw_free(p->line);
     fftw_free(p->plane);
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
     /* the first slab is the widest */
-    p->ztmp = cbuf((size_t)p->slab.n[0] * p->nz);
     p->plane_len = (size_t)p->slab.n[0] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
+    p->line = cbuf(p->plane_len);
     p->plane = cbuf(p->plane_len);
-    if (p->ztmp == NULL || p->plane == NULL)
+    if (p->line == NULL || p->plane == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");
     return P3DFFT_OK;
 }
@@ -161,8 +160,7 @@ void p3_decomp_free(p3_t *p)
     fftw_free(p->xbuf);
     fftw_free(p->xsbuf);
     fftw_free(p->xrbuf);
-    fftw_free(p->ybuf);
-    fftw_free(p->ztmp);
+    fftw_free(p->line);
     fftw_free(p->plane);
     for (s = 0; s < P3_SLOTS; s++) {
         fftw_free(p->ya[s]);

@@ -78,10 +78,9 @@ typedef struct {
     fftw_complex *xbuf;  /* (nxh, jisize, kjsize): FFT-x output, c2r input */
     fftw_complex *xsbuf; /* X-Y blocks of the FFT-x side: fwd send / bwd receive */
     fftw_complex *xrbuf; /* X-Y blocks of the Y side: fwd receive / bwd send */
-    fftw_complex *ybuf;  /* Y-pencil, slab after slab, each (xs, ny, kjsize) */
     fftw_complex *ya[P3_SLOTS]; /* per slot, slab after slab (xs, kjsize, ny) */
     fftw_complex *zb[P3_SLOTS]; /* per slot, slab after slab, blocks (xs, kj_r, jjsize) */
-    fftw_complex *ztmp;  /* one line of a slab's Z-pencil, (xs, nz) */
+    fftw_complex *line;  /* one line of a slab's Y- or Z-pencil, (xs, max(ny, nz)) */
     fftw_complex *plane; /* one plane of a stage, (xs, n) packed: p3_fft.c */
     size_t plane_len;    /* its complex values */
 

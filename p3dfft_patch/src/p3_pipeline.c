@@ -10,16 +10,17 @@
  *
  * Layouts (X fastest, complex elements):
  *   xbuf  (nxh, jisize, kjsize)       FFT-x output / c2r input
- *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs (x_copy, y_copy)
- *   ybuf  per slab (xs, ny, kjsize)   Y-pencil
+ *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
- *   ztmp  (xs, nz)                    one line of a slab's Z-pencil
- * The Y-Z layouts let FFT-y write and read the transpose's blocks directly;
- * yz_copy turns the Z side's blocks into one line of the Z-pencil and back,
- * line by line as FFT-z goes (with one rank in COL, FFT-z reads and writes
- * the single block in place). The X-Y
- * copies move contiguous X runs and vanish with one rank in ROW.
+ *   line  (xs, max(ny, nz))           one line of a slab's Y- or Z-pencil
+ * The Y-Z layouts let FFT-y write and read the transpose's blocks directly.
+ * FFT-y and FFT-z read and write the Y- and Z-pencils packed, one line at a
+ * time through `line`, which stays in cache: xy_line and yz_line copy a line
+ * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
+ * ROW and one slab, FFT-y works on xbuf in place; with one rank in COL, FFT-z
+ * on the Z side's single block). x_copy moves contiguous X runs between xbuf
+ * and the X-Y blocks and vanishes with one rank in ROW.
  */
 #include <string.h>
 
@@ -56,47 +57,44 @@ static void x_copy(p3_t *p, int to_blocks)
         }
 }
 
-/* The Y-pencil: slab after slab (xs, ny, kjsize); xbuf itself when there is
- * one row rank and one slab. */
-static fftw_complex *ypencil(const p3_t *p)
+/* FFT-y works on xbuf in place: one rank in ROW (xbuf is the Y side's only
+ * block) and one slab. */
+static int y_in_place(const p3_t *p)
 {
-    return p->iproc == 1 && p->nslab == 1 ? p->xbuf : p->ybuf;
+    return p->iproc == 1 && p->nslab == 1;
 }
 
-/* The Y side's blocks (xrbuf, or xbuf with one row rank) <-> the Y-pencil. */
-static void y_copy(p3_t *p, int to_pencil)
+/* Line k (of kjsize) of slab [x0, x0 + xs) of the Y-pencil, (xs, ny), between
+ * the Y side's X-Y blocks (block i is (iisize, yn_i, kjsize); xbuf with one
+ * rank in ROW) and p->line. to_line: blocks -> line (forward). */
+static void xy_line(p3_t *p, int x0, int xs, int k, int to_line)
 {
     fftw_complex *blocks = p->iproc > 1 ? p->xrbuf : p->xbuf;
-    int s, k, i, j;
-    if (ypencil(p) == blocks)
-        return;
-    for (s = 0; s < p->nslab; s++) {
-        int x0 = p->slab.s[s], xs = p->slab.n[s];
-        fftw_complex *slab = p->ybuf + (size_t)x0 * p->ny * p->kjsize;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs;
-        for (k = 0; k < p->kjsize; k++)
-            for (i = 0; i < p->iproc; i++)
-                for (j = 0; j < p->yi.n[i]; j++) {
-                    fftw_complex *b = blocks + p->xy_rdsp[i] + x0 +
-                                      (size_t)p->iisize * (j + (size_t)p->yi.n[i] * k);
-                    fftw_complex *y = slab + (size_t)xs * (p->yi.s[i] + j + (size_t)p->ny * k);
-                    memcpy(to_pencil ? y : b, to_pencil ? b : y, bytes);
-                }
+    int i, j;
+    for (i = 0; i < p->iproc; i++) {
+        int yn = p->yi.n[i];
+        fftw_complex *b = blocks + p->xy_rdsp[i] + x0 + (size_t)p->iisize * yn * k;
+        fftw_complex *l = p->line + (size_t)xs * p->yi.s[i];
+        /* a whole slab's runs follow each other: one copy */
+        int runs = xs == p->iisize ? 1 : yn;
+        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(xs == p->iisize ? yn : 1);
+        for (j = 0; j < runs; j++, b += p->iisize, l += xs)
+            memcpy(to_line ? l : b, to_line ? b : l, bytes);
     }
 }
 
 /* Line y of a slab's Z-pencil, (xs, nz), between the Z side's blocks (block
- * r is (xs, zn_r, jjsize): the line's part of it is one run) and ztmp.
- * to_pencil: blocks -> ztmp (forward), else ztmp -> blocks. */
-static void yz_copy(p3_t *p, int xs, fftw_complex *blocks, int y, int to_pencil)
+ * r is (xs, zn_r, jjsize): the line's part of it is one run) and p->line.
+ * to_line: blocks -> line (forward). */
+static void yz_line(p3_t *p, int xs, fftw_complex *blocks, int y, int to_line)
 {
     int r;
     for (r = 0; r < p->jproc; r++) {
         int zn = p->zj.n[r], zs = p->zj.s[r];
         fftw_complex *b = blocks + (size_t)xs * ((size_t)p->jjsize * zs + (size_t)zn * y);
-        fftw_complex *t = p->ztmp + (size_t)xs * zs;
+        fftw_complex *t = p->line + (size_t)xs * zs;
         size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)zn;
-        memcpy(to_pencil ? t : b, to_pencil ? b : t, bytes);
+        memcpy(to_line ? t : b, to_line ? b : t, bytes);
     }
 }
 
@@ -138,18 +136,27 @@ static int fwd_x(p3_t *p, const double *in)
         p->timers[0] += now() - tc;
         t += now() - tc;
     }
-    y_copy(p, 1);
     p->timers[5] += now() - t;
     return P3DFFT_OK;
 }
 
+/* FFT-y reads the slab's Y-pencil (xs, ny, kjsize) packed along Y. */
 static int fwd_y_start(p3_t *p, int slot, int s, int skip)
 {
-    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc;
+    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc = P3DFFT_OK, k;
+    fftw_complex *sbuf = p3_yz_sbuf(p, P3_FWD, slot, s);
     double t = now();
-    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
-                                        {iod(kj, xs * ny, xs), iod(xs, 1, 1)}},
-                      ypencil(p) + (size_t)x0 * ny * kj, p3_yz_sbuf(p, P3_FWD, slot, s));
+    if (y_in_place(p)) {
+        rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
+                                            {iod(kj, xs * ny, xs), iod(xs, 1, 1)}},
+                          p->xbuf, sbuf);
+    } else {
+        p3_stage_t st = {P3_C2C_FWD, skip, iod(ny, xs, xs * kj), {iod(1, 0, 0), iod(xs, 1, 1)}};
+        for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
+            xy_line(p, x0, xs, k, 1);
+            rc = p3_stage_run(p, &st, p->line, sbuf + (size_t)xs * k);
+        }
+    }
     p->timers[6] += now() - t;
     if (rc)
         return rc;
@@ -161,7 +168,7 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
 
 /* FFT-z reads a slab's Z-pencil (xs, nz, jjsize) packed along Z: with one
  * rank in COL the Z side's single block in place, else line by line from the
- * blocks through ztmp, which stays in cache. */
+ * blocks through p->line. */
 static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
@@ -180,8 +187,8 @@ static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
         st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj), iod(1, 0, 0),
                      iod(xs, 1, 1));
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
-            yz_copy(p, xs, blocks, y, 1);
-            rc = p3_stage_run(p, &st, p->ztmp, out + x0 + (size_t)p->iisize * y);
+            yz_line(p, xs, blocks, y, 1);
+            rc = p3_stage_run(p, &st, p->line, out + x0 + (size_t)p->iisize * y);
         }
     }
     p->timers[7] += now() - t;
@@ -228,9 +235,9 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
         st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs), iod(1, 0, 0),
                      iod(xs, 1, 1));
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
-            rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->ztmp);
+            rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
             if (rc == P3DFFT_OK)
-                yz_copy(p, xs, blocks, y, 0);
+                yz_line(p, xs, blocks, y, 0);
         }
     }
     if (rc)
@@ -248,7 +255,6 @@ static int bwd_x(p3_t *p, double *out)
     int L = p->jisize * p->kjsize, rc;
     double t = now();
 
-    y_copy(p, 0);
     if (p->iproc > 1) {
         double tc = now();
         if (MPI_Alltoallv(p->xrbuf, p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->xsbuf,
@@ -267,17 +273,28 @@ static int bwd_x(p3_t *p, double *out)
     return rc;
 }
 
+/* Mirrors fwd_y_start: FFT-y writes the Y-pencil packed along Y. */
 static int bwd_finish(p3_t *p, int slot, int s, double *out, int skip)
 {
-    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc;
+    int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc, k;
+    fftw_complex *rbuf = p3_yz_rbuf(p, P3_BWD, slot, s);
     double t = now();
     if ((rc = p3_yz_wait(p, slot)))
         return rc;
     p->timers[2] += now() - t;
     t = now();
-    rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
-                                        {iod(kj, xs, xs * ny), iod(xs, 1, 1)}},
-                      p3_yz_rbuf(p, P3_BWD, slot, s), ypencil(p) + (size_t)x0 * ny * kj);
+    if (y_in_place(p)) {
+        rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
+                                            {iod(kj, xs, xs * ny), iod(xs, 1, 1)}},
+                          rbuf, p->xbuf);
+    } else {
+        p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs), {iod(1, 0, 0), iod(xs, 1, 1)}};
+        for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
+            rc = p3_stage_run(p, &st, rbuf + (size_t)xs * k, p->line);
+            if (rc == P3DFFT_OK)
+                xy_line(p, x0, xs, k, 0);
+        }
+    }
     p->timers[9] += now() - t;
     if (rc || s < p->nslab - 1)
         return rc;
