@@ -101,12 +101,13 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
 
     if ((rc = xy_counts_init(p)))
         return rc;
-    p->xbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-    if (p->iproc > 1) { /* with one rank in ROW the X-Y blocks are xbuf itself */
+    if (p->iproc == 1) { /* xbuf is the Y side's only X-Y block */
+        p->xbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
+    } else {
         p->xsbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
         p->xrbuf = cbuf((size_t)p->iisize * ny * p->kjsize);
     }
-    if (p->xbuf == NULL || (p->iproc > 1 && (p->xsbuf == NULL || p->xrbuf == NULL)))
+    if (p->iproc == 1 ? p->xbuf == NULL : p->xsbuf == NULL || p->xrbuf == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     for (s = 0; s < P3_SLOTS; s++) {
         p->ya[s] = cbuf((size_t)p->iisize * p->kjsize * ny);
@@ -131,7 +132,8 @@ int p3_slabs_init(p3_t *p, int nslab)
         return rc;
     /* the first slab is the widest */
     p->plane_len = (size_t)p->slab.n[0] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
-    p->line = cbuf(p->plane_len);
+    p->line = cbuf(p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
+                                                              : (size_t)p->nxh * p->jisize);
     p->plane = cbuf(p->plane_len);
     if (p->line == NULL || p->plane == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");

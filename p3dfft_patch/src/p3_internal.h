@@ -75,12 +75,12 @@ typedef struct {
 
     /* X-Y transpose (ROW, blocking MPI), in complex elements */
     int *xy_scnt, *xy_sdsp, *xy_rcnt, *xy_rdsp;
-    fftw_complex *xbuf;  /* (nxh, jisize, kjsize): FFT-x output, c2r input */
+    fftw_complex *xbuf;  /* (nxh, jisize, kjsize): FFT-x output, c2r input; one rank in ROW */
     fftw_complex *xsbuf; /* X-Y blocks of the FFT-x side: fwd send / bwd receive */
     fftw_complex *xrbuf; /* X-Y blocks of the Y side: fwd receive / bwd send */
     fftw_complex *ya[P3_SLOTS]; /* per slot, slab after slab (xs, kjsize, ny) */
     fftw_complex *zb[P3_SLOTS]; /* per slot, slab after slab, blocks (xs, kj_r, jjsize) */
-    fftw_complex *line;  /* one line of a slab's Y- or Z-pencil, (xs, max(ny, nz)) */
+    fftw_complex *line;  /* a slab's Y- or Z-pencil line, or an FFT-x plane (nxh, jisize) */
     fftw_complex *plane; /* one plane of a stage, (xs, n) packed: p3_fft.c */
     size_t plane_len;    /* its complex values */
 

@@ -9,7 +9,7 @@
  * variable's last slab is back). Unit u uses the buffers of slot u % 2.
  *
  * Layouts (X fastest, complex elements):
- *   xbuf  (nxh, jisize, kjsize)       FFT-x output / c2r input
+ *   xbuf  (nxh, jisize, kjsize)       FFT-x output / c2r input, one rank in ROW
  *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
@@ -19,8 +19,9 @@
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
  * ROW and one slab, FFT-y works on xbuf in place; with one rank in COL, FFT-z
- * on the Z side's single block). x_copy moves contiguous X runs between xbuf
- * and the X-Y blocks and vanishes with one rank in ROW.
+ * on the Z side's single block). With more than one rank in ROW, FFT-x also
+ * goes plane by plane through `line`, and x_line moves the X runs between it
+ * and the X-Y blocks; with one, FFT-x writes xbuf, the Y side's only block.
  */
 #include <string.h>
 
@@ -41,20 +42,21 @@ static fftw_iodim iod(int n, int is, int os)
  * (xsbuf) is (xn_i, jisize, kjsize), block i of the Y side (xrbuf) is
  * (iisize, yn_i, kjsize). With one rank in ROW, both are xbuf itself. */
 
-/* xbuf (nxh, jisize, kjsize) <-> the FFT-x side's blocks. */
-static void x_copy(p3_t *p, int to_blocks)
+/* Plane k (of kjsize) of the FFT-x side, (nxh, jisize), between p->line and
+ * the X-Y blocks of that side (xsbuf: block i is (xn_i, jisize, kjsize)).
+ * to_blocks: line -> blocks (forward). */
+static void x_line(p3_t *p, int k, int to_blocks)
 {
-    int k, j, i;
-    for (k = 0; k < p->kjsize; k++)
-        for (j = 0; j < p->jisize; j++) {
-            size_t line = (size_t)j + (size_t)p->jisize * k;
-            for (i = 0; i < p->iproc; i++) {
-                fftw_complex *x = p->xbuf + p->xc.s[i] + (size_t)p->nxh * line;
-                fftw_complex *b = p->xsbuf + p->xy_sdsp[i] + (size_t)p->xc.n[i] * line;
-                size_t bytes = sizeof(fftw_complex) * (size_t)p->xc.n[i];
-                memcpy(to_blocks ? b : x, to_blocks ? x : b, bytes);
-            }
+    int j, i;
+    for (j = 0; j < p->jisize; j++) {
+        size_t line = (size_t)j + (size_t)p->jisize * k;
+        for (i = 0; i < p->iproc; i++) {
+            fftw_complex *x = p->line + p->xc.s[i] + (size_t)p->nxh * j;
+            fftw_complex *b = p->xsbuf + p->xy_sdsp[i] + (size_t)p->xc.n[i] * line;
+            size_t bytes = sizeof(fftw_complex) * (size_t)p->xc.n[i];
+            memcpy(to_blocks ? b : x, to_blocks ? x : b, bytes);
         }
+    }
 }
 
 /* FFT-y works on xbuf in place: one rank in ROW (xbuf is the Y side's only
@@ -114,29 +116,36 @@ static p3_stage_t z_stage(p3_op_t zop, p3_kind_t fourier, fftw_iodim dim, fftw_i
 
 /* ---- forward ----------------------------------------------------------------- */
 
+/* FFT-x, and with more than one rank in ROW the X-Y transpose: FFT-x then
+ * goes plane by plane through p->line, copied out to the blocks. */
 static int fwd_x(p3_t *p, const double *in)
 {
-    int L = p->jisize * p->kjsize, rc;
-    double t = now();
+    int jl = p->jisize, k, rc = P3DFFT_OK;
+    double t = now(), pack = 0, tc;
+    p3_stage_t st = {P3_R2C, 0, iod(p->nx, 1, 1), {iod(jl, p->nx, p->nxh), iod(1, 0, 0)}};
 
-    rc = p3_stage_run(p, &(p3_stage_t){P3_R2C, 0, iod(p->nx, 1, 1),
-                                        {iod(L, p->nx, p->nxh), iod(1, 0, 0)}},
-                      (void *)in, p->xbuf);
-    p->timers[4] += now() - t;
+    if (p->iproc == 1) {
+        st.how[0].n = jl * p->kjsize;
+        rc = p3_stage_run(p, &st, (void *)in, p->xbuf);
+        p->timers[4] += now() - t;
+        return rc;
+    }
+    for (k = 0; k < p->kjsize && rc == P3DFFT_OK; k++) {
+        rc = p3_stage_run(p, &st, (void *)(in + (size_t)p->nx * jl * k), p->line);
+        tc = now();
+        if (rc == P3DFFT_OK)
+            x_line(p, k, 1);
+        pack += now() - tc;
+    }
+    p->timers[4] += now() - t - pack;
+    p->timers[5] += pack;
     if (rc)
         return rc;
-    t = now();
-    if (p->iproc > 1) {
-        double tc;
-        x_copy(p, 1);
-        tc = now();
-        if (MPI_Alltoallv(p->xsbuf, p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->xrbuf,
-                          p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
-            return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (X-Y transpose) failed");
-        p->timers[0] += now() - tc;
-        t += now() - tc;
-    }
-    p->timers[5] += now() - t;
+    tc = now();
+    if (MPI_Alltoallv(p->xsbuf, p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->xrbuf,
+                      p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (X-Y transpose) failed");
+    p->timers[0] += now() - tc;
     return P3DFFT_OK;
 }
 
@@ -249,27 +258,33 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
     return rc;
 }
 
-/* The Y-X transpose and c2r of a variable whose Y-pencil is complete. */
+/* The Y-X transpose and c2r of a variable whose Y-pencil is complete;
+ * mirrors fwd_x. */
 static int bwd_x(p3_t *p, double *out)
 {
-    int L = p->jisize * p->kjsize, rc;
-    double t = now();
+    int jl = p->jisize, k, rc = P3DFFT_OK;
+    double t = now(), unpack = 0, tc;
+    p3_stage_t st = {P3_C2R, 0, iod(p->nx, 1, 1), {iod(jl, p->nxh, p->nx), iod(1, 0, 0)}};
 
-    if (p->iproc > 1) {
-        double tc = now();
-        if (MPI_Alltoallv(p->xrbuf, p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->xsbuf,
-                          p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
-            return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (Y-X transpose) failed");
-        p->timers[3] += now() - tc;
-        t += now() - tc;
-        x_copy(p, 0);
+    if (p->iproc == 1) {
+        st.how[0].n = jl * p->kjsize;
+        rc = p3_stage_run(p, &st, p->xbuf, out);
+        p->timers[11] += now() - t;
+        return rc;
     }
-    p->timers[10] += now() - t;
+    if (MPI_Alltoallv(p->xrbuf, p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->xsbuf,
+                      p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (Y-X transpose) failed");
+    p->timers[3] += now() - t;
     t = now();
-    rc = p3_stage_run(p, &(p3_stage_t){P3_C2R, 0, iod(p->nx, 1, 1),
-                                        {iod(L, p->nxh, p->nx), iod(1, 0, 0)}},
-                      p->xbuf, out);
-    p->timers[11] += now() - t;
+    for (k = 0; k < p->kjsize && rc == P3DFFT_OK; k++) {
+        tc = now();
+        x_line(p, k, 0);
+        unpack += now() - tc;
+        rc = p3_stage_run(p, &st, p->line, out + (size_t)p->nx * jl * k);
+    }
+    p->timers[10] += unpack;
+    p->timers[11] += now() - t - unpack;
     return rc;
 }
 
