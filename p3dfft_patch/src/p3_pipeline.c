@@ -13,7 +13,8 @@
  *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
- *   line  (xs, max(ny, nz))           one line of a slab's Y- or Z-pencil
+ *   line  (xs, max(ny, nz))           one line of a slab's Y- or Z-pencil,
+ *                                     or a plane (nxh, jisize) of FFT-x
  * The Y-Z layouts let FFT-y write and read the transpose's blocks directly.
  * FFT-y and FFT-z read and write the Y- and Z-pencils packed, one line at a
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
@@ -77,9 +78,9 @@ static void xy_line(p3_t *p, int x0, int xs, int k, int to_line)
         int yn = p->yi.n[i];
         fftw_complex *b = blocks + p->xy_rdsp[i] + x0 + (size_t)p->iisize * yn * k;
         fftw_complex *l = p->line + (size_t)xs * p->yi.s[i];
-        /* a whole slab's runs follow each other: one copy */
-        int runs = xs == p->iisize ? 1 : yn;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(xs == p->iisize ? yn : 1);
+        /* with one slab (xs == iisize) the block's runs follow each other */
+        int whole = xs == p->iisize, runs = whole ? 1 : yn;
+        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(whole ? yn : 1);
         for (j = 0; j < runs; j++, b += p->iisize, l += xs)
             memcpy(to_line ? l : b, to_line ? b : l, bytes);
     }
