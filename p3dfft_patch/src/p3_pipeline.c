@@ -155,13 +155,13 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc = P3DFFT_OK, k;
     fftw_complex *sbuf = p3_yz_sbuf(p, P3_FWD, slot, s);
+    p3_stage_t st = {P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
+                     {iod(kj, xs * ny, xs), iod(xs, 1, 1)}};
     double t = now();
     if (y_in_place(p)) {
-        rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
-                                            {iod(kj, xs * ny, xs), iod(xs, 1, 1)}},
-                          p->xbuf, sbuf);
+        rc = p3_stage_run(p, &st, p->xbuf, sbuf);
     } else {
-        p3_stage_t st = {P3_C2C_FWD, skip, iod(ny, xs, xs * kj), {iod(1, 0, 0), iod(xs, 1, 1)}};
+        st.how[0] = iod(1, 0, 0);
         for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
             xy_line(p, x0, xs, k, 1);
             rc = p3_stage_run(p, &st, p->line, sbuf + (size_t)xs * k);
@@ -189,13 +189,12 @@ static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
         return rc;
     p->timers[1] += now() - t;
     t = now();
+    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
+                 iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
     if (p->jproc == 1) {
-        st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
-                     iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
         rc = p3_stage_run(p, &st, blocks, out + x0);
     } else {
-        st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj), iod(1, 0, 0),
-                     iod(xs, 1, 1));
+        st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             yz_line(p, xs, blocks, y, 1);
             rc = p3_stage_run(p, &st, p->line, out + x0 + (size_t)p->iisize * y);
@@ -235,15 +234,13 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc = P3DFFT_OK, y;
     fftw_complex *blocks = p3_yz_sbuf(p, P3_BWD, slot, s);
     double t = now();
-    p3_stage_t st;
+    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
+                            iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
 
     if (p->jproc == 1) {
-        st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
-                     iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
         rc = p3_stage_run(p, &st, (void *)(in + x0), blocks);
     } else {
-        st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs), iod(1, 0, 0),
-                     iod(xs, 1, 1));
+        st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
             if (rc == P3DFFT_OK)
@@ -294,17 +291,17 @@ static int bwd_finish(p3_t *p, int slot, int s, double *out, int skip)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc, k;
     fftw_complex *rbuf = p3_yz_rbuf(p, P3_BWD, slot, s);
+    p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
+                     {iod(kj, xs, xs * ny), iod(xs, 1, 1)}};
     double t = now();
     if ((rc = p3_yz_wait(p, slot)))
         return rc;
     p->timers[2] += now() - t;
     t = now();
     if (y_in_place(p)) {
-        rc = p3_stage_run(p, &(p3_stage_t){P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
-                                            {iod(kj, xs, xs * ny), iod(xs, 1, 1)}},
-                          rbuf, p->xbuf);
+        rc = p3_stage_run(p, &st, rbuf, p->xbuf);
     } else {
-        p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs), {iod(1, 0, 0), iod(xs, 1, 1)}};
+        st.how[0] = iod(1, 0, 0);
         for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
             rc = p3_stage_run(p, &st, rbuf + (size_t)xs * k, p->line);
             if (rc == P3DFFT_OK)
