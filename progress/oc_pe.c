@@ -377,15 +377,20 @@ void oc_pe_sync(oc_pe_t *pe)
 
 /* ---- the thread -------------------------------------------------------------- */
 
-/* An idle pass yields: with more threads than cores the peer whose message
- * we poll for may need this core to send it. */
-static unsigned spin(oc_pe_t *pe)
+/* After an idle pass, before sleeping: yield the core and look again, for
+ * OC_SPIN_US or, by default, once. On a busy core the yield lets the
+ * application thread or a peer (with more ranks than cores, the one whose
+ * message we wait for) run and hand us work, which then costs a pass instead
+ * of an arm, a sleep and a wake-up (README: "The yield before sleeping"); on
+ * an idle core it returns at once. Once is not a spin: an idle engine sleeps. */
+static unsigned yield_and_look(oc_pe_t *pe)
 {
     double until = oc_time_now() + 1e-6 * pe->spin_us;
-    unsigned n = 0;
-    while (n == 0 && oc_time_now() < until)
-        if ((n = oc_pe_progress(pe)) == 0)
-            sched_yield();
+    unsigned n;
+    do {
+        sched_yield();
+        n = oc_pe_progress(pe);
+    } while (n == 0 && oc_time_now() < until);
     return n;
 }
 
@@ -424,16 +429,7 @@ static void *thread_main(void *arg)
     struct timespec ts;
 
     while (!pe->stop) {
-        if (oc_pe_progress(pe) > 0)
-            continue;
-        if (pe->spin_us > 0 && spin(pe) > 0)
-            continue;
-        /* One yield before sleeping, not a spin: on a busy core it lets the
-         * application thread or a peer run and hand us work, which costs a
-         * pass instead of an arm, a sleep and a wake-up (README: "The yield
-         * before sleeping"); on an idle core it returns at once. */
-        sched_yield();
-        if (oc_pe_progress(pe) > 0)
+        if (oc_pe_progress(pe) > 0 || yield_and_look(pe) > 0)
             continue;
         sleep_until_event(pe);
     }
