@@ -98,6 +98,20 @@ static int take_waits(oc_pe_exec_t *x, const oc_task_t *tasks, size_t ntasks)
     return 1;
 }
 
+/* Whether a list's outcome ends the schedule. A mismatch (a message of
+ * another size than this rank expects) leaves the transport sound, so the
+ * schedule runs on: the peers still get this rank's messages of the later
+ * lists instead of waiting for them until they time out, and the mismatch is
+ * reported when the schedule ends. */
+static int fails(oc_pe_exec_t *x, oc_status_t st)
+{
+    if (st != OC_ERR_MISMATCH)
+        return st != OC_OK;
+    if (x->deferred == OC_OK)
+        x->deferred = st;
+    return 0;
+}
+
 /* Posts lists from x->next on until one stays in flight, one waits for a
  * counter, or the schedule ends. */
 static void advance(oc_pe_t *pe, oc_pe_exec_t *x)
@@ -138,12 +152,12 @@ static void advance(oc_pe_t *pe, oc_pe_exec_t *x)
         if (st == OC_INPROGRESS)
             return;
         x->in_flight = 0;
-        if (st != OC_OK) {
+        if (fails(x, st)) {
             finish(x, st);
             return;
         }
     }
-    finish(x, OC_OK);
+    finish(x, x->deferred);
 }
 
 static void free_orphan(oc_pe_t *pe, oc_pe_exec_t *x)
@@ -167,7 +181,7 @@ static unsigned run_ready(oc_pe_t *pe)
             free_orphan(pe, x);
         else if (x->cancelled)
             continue;
-        else if (x->list.status != OC_OK)
+        else if (fails(x, x->list.status))
             finish(x, x->list.status);
         else
             advance(pe, x);
@@ -184,6 +198,7 @@ static void run_start(oc_pe_t *pe, oc_pe_item_t *item)
     x->cancelled = 0;
     x->orphan = 0;
     x->waits_taken = 0;
+    x->deferred = OC_OK;
     x->parked_on = NULL;
     x->list.status = OC_OK; /* a restart after a failure resumes from a WAIT clean */
     STAT_ADD(pe, requests_started, 1);

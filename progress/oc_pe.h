@@ -52,6 +52,7 @@ struct oc_pe_exec {
     int cancelled;   /* complete() already reported; ignore the late done() */
     int orphan;      /* released while in flight: free when done() comes */
     size_t waits_taken;          /* leading WAIT tasks of list `next` already satisfied */
+    oc_status_t deferred;        /* a mismatch seen so far, reported at the end */
     struct oc_pe_counter *parked_on; /* the counter a WAIT task is blocked on */
     oc_pe_exec_t *ready_next;
     oc_pe_exec_t *orphan_next;

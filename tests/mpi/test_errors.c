@@ -3,7 +3,9 @@
  * a crash: NULL buffers with non-zero size, size overflow, NULL team, freeing
  * an active request, starting an active persistent request, displacements
  * outside the buffer, overlapping receive blocks, counts that disagree
- * between sender and receiver; a team creation in which one member has no
+ * between sender and receiver (also where the schedule is cut into one list
+ * per stage, and the mismatch in an early one must not keep the rank's later
+ * messages from its peers); a team creation in which one member has no
  * context fails on every member instead of leaving the others waiting.
  */
 #include <stdint.h>
@@ -126,6 +128,27 @@ static void mismatched_counts(oc_team_t *team)
     free(s); free(r); free(sc); free(rc); free(d);
 }
 
+/* As mismatched_counts, with one list per pairwise stage: rank 1's mismatch
+ * (stage 1) must not keep its stage-2 message from rank 0. A short timeout
+ * turns a rank left waiting into a failed check instead of a stalled test. */
+static void mismatch_in_early_list(oc_progress_mode_t mode)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = mode;
+    cfg.timeout_s = 10;
+    cfg.list_max = 2;
+    cfg.alltoallv_alg = OC_ALG_PAIRWISE;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    mismatched_counts(team);
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+}
+
 /* Refused locally, before any communication; *team is cleared. */
 static void null_communicator(oc_context_t *ctx)
 {
@@ -171,6 +194,7 @@ int main(int argc, char **argv)
         bad_arguments(team);
         active_request(team);
         mismatched_counts(team);
+        mismatch_in_early_list(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD);
         CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "not freed");
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
