@@ -23,7 +23,10 @@ void awp_faces_init(const awp_grid_t *g, awp_field_t f, awp_face_t face[6])
         }
 }
 
-/* Copies box b of field to buf (to_buf) or back; rows along k are contiguous. */
+/* Copies box b of field to buf (to_buf) or back; rows along k are contiguous.
+ * A face across k has rows of the ghost width: their length is given when
+ * compiling, so that each is a move rather than a call to memcpy (as
+ * offcoll's copy tasks do it for the offload mode). */
 static void copy_box(const awp_grid_t *g, float *field, const awp_box_t *b, float *buf,
                      int to_buf)
 {
@@ -32,7 +35,10 @@ static void copy_box(const awp_grid_t *g, float *field, const awp_box_t *b, floa
     for (i = b->lo[0]; i < b->hi[0]; i++)
         for (j = b->lo[1]; j < b->hi[1]; j++, buf += row) {
             float *p = field + awp_at(g, i, j, b->lo[2]);
-            memcpy(to_buf ? buf : p, to_buf ? p : buf, row * sizeof(float));
+            if (row == AWP_GHOST)
+                memcpy(to_buf ? buf : p, to_buf ? p : buf, AWP_GHOST * sizeof(float));
+            else
+                memcpy(to_buf ? buf : p, to_buf ? p : buf, row * sizeof(float));
         }
 }
 

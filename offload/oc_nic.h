@@ -102,6 +102,10 @@ typedef struct {
     oc_status_t (*rkey_unpack)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *key, size_t len,
                                oc_nic_rkey_t **rkey);
     void (*rkey_destroy)(oc_nic_t *nic, oc_nic_rkey_t *rkey);
+    /* This process's address of raddr in the peer memory rkey reaches, where
+     * it can load and store that memory itself (shared memory on this host),
+     * else NULL. Optional: NULL where a backend never can. */
+    void *(*rkey_ptr)(oc_nic_t *nic, oc_nic_rkey_t *rkey, uint64_t raddr);
 } oc_nic_ops_t;
 
 struct oc_nic {

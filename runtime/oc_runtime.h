@@ -90,6 +90,7 @@ typedef struct {
     size_t size;
     uint32_t id;                    /* the peer's id for the window */
     oc_nic_rkey_t *rkey;            /* NULL for self */
+    void *ptr;                      /* the window mapped here (own base for self), or NULL */
 } oc_win_peer_t;
 
 struct oc_win {

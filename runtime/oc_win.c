@@ -117,6 +117,8 @@ static void unpack_fn(oc_pe_t *pe, void *arg)
                                    a->stride, &win->peers[r].rkey);
         if (st != OC_OK)
             keep_error(a, st);
+        else if (nic->ops->rkey_ptr != NULL)
+            win->peers[r].ptr = nic->ops->rkey_ptr(nic, win->peers[r].rkey, win->peers[r].addr);
     }
 }
 
@@ -181,6 +183,7 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
             win->peers[r].size = (size_t)all[r].size;
             win->peers[r].id = all[r].id;
         }
+        win->peers[team->rank].ptr = win->base;
         a->keys = keys;
         oc_pe_call(team->ctx->pe, unpack_fn, a);
         st = a->status;
@@ -317,6 +320,13 @@ size_t oc_win_size(const oc_win_t *win, int target)
     if (win == NULL || target < 0 || target >= win->team->size)
         return (size_t)-1;
     return win->peers[target].size;
+}
+
+void *oc_win_peer_ptr(const oc_win_t *win, int target)
+{
+    if (win == NULL || target < 0 || target >= win->team->size)
+        return NULL;
+    return win->peers[target].ptr;
 }
 
 /* ---- puts ---------------------------------------------------------------------- */

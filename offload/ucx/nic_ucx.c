@@ -542,6 +542,13 @@ static void ucx_rkey_destroy(oc_nic_t *base, oc_nic_rkey_t *rkey)
         ucp_rkey_destroy((ucp_rkey_h)rkey);
 }
 
+static void *ucx_rkey_ptr(oc_nic_t *base, oc_nic_rkey_t *rkey, uint64_t raddr)
+{
+    void *p;
+    (void)base;
+    return ucp_rkey_ptr((ucp_rkey_h)rkey, raddr, &p) == UCS_OK ? p : NULL;
+}
+
 /* Closes every endpoint: flush first, so that peers get what was sent; after a
  * grace period (a peer that is gone never acknowledges) force the rest. */
 static void close_eps(nic_ucx_t *nic)
@@ -643,6 +650,7 @@ static const oc_nic_ops_t ucx_ops = {
     .mem_free = ucx_mem_free,
     .mem_pack = ucx_mem_pack,
     .rkey_unpack = ucx_rkey_unpack,
+    .rkey_ptr = ucx_rkey_ptr,
     .rkey_destroy = ucx_rkey_destroy,
 };
 

@@ -281,9 +281,11 @@ static int all_stop(int failures0)
 
 static const int perms[6][3] = {{0, 1, 2}, {2, 1, 0}, {1, 0, 2}, {2, 0, 1}, {0, 2, 1}, {1, 2, 0}};
 
-/* Collective. Returns whether this rank saw a failure in the case. */
-static int run_case(oc_team_t *team, const hcase_t *hc)
+/* Collective. Returns whether this rank saw a failure in the case. With ctx,
+ * *sent receives the bytes ctx handed to the network during the exchanges. */
+static int run_case(oc_team_t *team, const hcase_t *hc, oc_context_t *ctx, uint64_t *sent)
 {
+    oc_stats_t st0, st1;
     hstate_t s;
     oc_halo_params_t p;
     oc_halo_field_t fields[NF];
@@ -334,6 +336,8 @@ static int run_case(oc_team_t *team, const hcase_t *hc)
                       dy, dz, got, want);
             }
 
+    if (ctx != NULL)
+        CHECK_OC(oc_context_stats(ctx, &st0));
     for (iter = 0; iter < hc->iters; iter++) {
         const int *perm = perms[(rank + iter) % 6];
         for (f = 0; f < NF; f++)
@@ -375,6 +379,10 @@ static int run_case(oc_team_t *team, const hcase_t *hc)
         if (!hc->inl && hc->iters > 100 && iter % 25 == 24 && all_stop(failures0))
             break;
     }
+    if (ctx != NULL) {
+        CHECK_OC(oc_context_stats(ctx, &st1));
+        *sent = st1.bytes_sent - st0.bytes_sent;
+    }
     all_stop(failures0);
     bad = check_failures > failures0;
     CHECK_OC(oc_halo_free(halo));
@@ -382,6 +390,32 @@ out:
     for (f = 0; f < NF; f++)
         free(s.data[f]);
     return bad;
+}
+
+/* A neighbour whose window is mapped here gets its faces copied straight into
+ * its landing zone, without a put: where every rank is mapped, the exchanges
+ * hand nothing to the network (sent: their bytes); where none but self is,
+ * they put every face that goes to another rank. */
+static void faces_path(oc_team_t *team, uint64_t sent)
+{
+    unsigned char *base;
+    oc_win_t *win = NULL;
+    int r, mapped = 0;
+
+    CHECK_OC(oc_win_create(team, 8, 0, (void **)&base, &win));
+    if (win == NULL)
+        return;
+    for (r = 0; r < nprocs; r++)
+        mapped += oc_win_peer_ptr(win, r) != NULL;
+    if (mapped == nprocs)
+        CHECK(sent == 0, "all %d ranks mapped, yet the exchanges put %llu bytes", nprocs,
+              (unsigned long long)sent);
+    else if (mapped == 1 && nprocs > 1)
+        CHECK(sent > 0, "no peer mapped, yet the exchanges put nothing");
+    if (rank == 0)
+        printf("test_halo: %d of %d ranks' windows mapped on rank 0; faces put: %llu bytes\n",
+               mapped, nprocs, (unsigned long long)sent);
+    CHECK_OC(oc_win_free(win));
 }
 
 /* All ordered factorisations of n into three factors. */
@@ -569,6 +603,7 @@ int main(int argc, char **argv)
     oc_context_t *ctx[2] = {NULL, NULL};
     oc_team_t *team[2] = {NULL, NULL};
     int fact[64][3], nf, m, fi, k, K, ncases = 0, bad, iters;
+    uint64_t sent = 0;
     double t0 = 0, t1;
     hcase_t hc;
     char name[160];
@@ -593,7 +628,7 @@ int main(int argc, char **argv)
     for (fi = 0; fi < nf; fi++)
         for (k = 0; k < K; k++) {
             make_case(&hc, fact[fi], fi * K + k, iters);
-            bad = run_case(team[hc.inl], &hc);
+            bad = run_case(team[hc.inl], &hc, NULL, NULL);
             ncases++;
             if (bad && rank == 0)
                 printf("FAILED: %s\n", case_name(&hc, name, sizeof(name)));
@@ -609,14 +644,15 @@ int main(int argc, char **argv)
     hc.periodic[1] = 0;
     hc.periodic[2] = 1;
     hc.inl = 0;
-    run_case(team[0], &hc);
+    run_case(team[0], &hc, ctx[0], &sent);
     if (rank == 0)
         printf("test_halo: %s, 1000 iterations: %.2f s\n", case_name(&hc, name, sizeof(name)),
                MPI_Wtime() - t1);
+    faces_path(team[0], sent);
     t1 = MPI_Wtime();
     make_case(&hc, fact[0], 4, 300); /* 1 x 1 x n, w = 2, faces only */
     hc.inl = 1;
-    run_case(team[1], &hc);
+    run_case(team[1], &hc, NULL, NULL);
     if (rank == 0)
         printf("test_halo: %s, 300 iterations: %.2f s\n", case_name(&hc, name, sizeof(name)),
                MPI_Wtime() - t1);

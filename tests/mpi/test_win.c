@@ -12,6 +12,10 @@
  *    one more notification is never there (OC_INPROGRESS), not even after
  *    every origin has flushed;
  *  - two windows in flight at once keep their data and counters apart;
+ *  - oc_win_peer_ptr gives this rank's own base, and for a peer either NULL
+ *    or an address where this process reads what the peer wrote and writes
+ *    what the peer then reads; with UCX over shared memory (the default here)
+ *    every rank is mapped, with OC_INTRANODE=loopback or verbs none but self;
  *  - bad arguments are refused with a message naming the problem, an
  *    out-of-bounds put writes nothing and notifies nothing; a creation
  *    refused on one rank fails on every rank at once;
@@ -333,6 +337,51 @@ static void two_windows(oc_team_t *team)
 }
 
 /* Bad arguments; out-of-bounds puts write and notify nothing. */
+static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
+{
+    const char *tls = getenv("UCX_TLS"), *intra = getenv("OC_INTRANODE");
+    int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 && tls == NULL &&
+              (intra == NULL || strcmp(intra, "loopback") != 0);
+    unsigned char *base = NULL;
+    oc_win_t *win = NULL;
+    int r, mapped = 0, i;
+
+    CHECK_OC(oc_win_create(team, 64, 0, (void **)&base, &win));
+    if (win == NULL)
+        return;
+    CHECK(oc_win_peer_ptr(win, rank) == base, "oc_win_peer_ptr(own rank) is the window's base");
+    CHECK(oc_win_peer_ptr(NULL, 0) == NULL && oc_win_peer_ptr(win, -1) == NULL &&
+              oc_win_peer_ptr(win, nprocs) == NULL,
+          "oc_win_peer_ptr refuses a NULL window and ranks outside the team");
+    memset(base, 0x40 + rank, 64);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (r = 0; r < nprocs; r++) {
+        unsigned char *p = oc_win_peer_ptr(win, r);
+        if (p == NULL)
+            continue;
+        mapped++;
+        for (i = 0; i < 32; i++)
+            CHECK(p[i] == 0x40 + r, "rank %d's window byte %d read here: %#x", r, i, p[i]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* the right neighbour's upper half takes this rank's mark */
+    {
+        unsigned char *p = oc_win_peer_ptr(win, (rank + 1) % nprocs);
+        if (p != NULL)
+            memset(p + 32, 0x80 + rank, 32);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (shm || nprocs == 1) {
+        int left = (rank + nprocs - 1) % nprocs;
+        for (i = 32; i < 64; i++)
+            CHECK(base[i] == 0x80 + left, "byte %d written by rank %d through its pointer: %#x",
+                  i, left, base[i]);
+    }
+    CHECK(mapped == (shm ? nprocs : 1), "%d of %d ranks' windows mapped here (%s)", mapped,
+          nprocs, shm ? "UCX over shared memory: all expected" : "only self expected");
+    CHECK_OC(oc_win_free(win));
+}
+
 static void errors(oc_team_t *team)
 {
     const int t = (rank + 1) % nprocs;
@@ -504,6 +553,7 @@ int main(int argc, char **argv)
         flush_visibility(team);
         exact_counts(team);
         two_windows(team);
+        peer_pointers(ctx, team);
         errors(team);
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
