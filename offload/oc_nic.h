@@ -53,6 +53,7 @@ struct oc_nic_list {
     oc_status_t status;                /* first error of the list, else OC_OK */
     oc_nic_t *nic;                     /* backend's: the instance it was posted to */
     int fired;                         /* backend's: the list's trigger has fired */
+    int cancelled;                     /* backend's: cancel_list() was called */
 };
 
 /* Control messages between progress engines (small, unordered, best effort). */
@@ -80,7 +81,9 @@ typedef struct {
      * with the returned status, and done() is not called. */
     oc_status_t (*post_list)(oc_nic_t *nic, oc_nic_list_t *list);
     /* Cancels what can be cancelled; done() still comes for the list once
-     * every task has finished, possibly only at destroy(). */
+     * every task has finished, possibly only at destroy(). From the call on
+     * the backend reads neither the tasks nor the match: their owner may
+     * free them (the schedule, the team) before done() comes. */
     void (*cancel_list)(oc_nic_t *nic, oc_nic_list_t *list);
     /* Makes progress; returns how many events it handled. */
     unsigned (*progress)(oc_nic_t *nic);

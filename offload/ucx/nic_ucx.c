@@ -112,9 +112,9 @@ static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *i
                     void *user_data)
 {
     oc_nic_slot_t *slot = user_data;
-    const oc_task_t *t = slot_task(slot);
     ucp_request_free(request);
-    task_finished(slot, recv_status(st, info, t));
+    task_finished(slot, slot->list->cancelled ? OC_ERR_TIMEOUT
+                                              : recv_status(st, info, slot_task(slot)));
 }
 
 /* Marks a slot whose operation is being posted: the completion callback may
@@ -131,8 +131,10 @@ static void flush_notify_cb(void *request, ucs_status_t st, void *user_data)
     oc_nic_slot_t *slot = user_data;
     nic_ucx_t *nic = (nic_ucx_t *)slot->list->nic;
     ucp_request_free(request);
-    if (st != UCS_OK) {
-        task_finished(slot, map_status(st));
+    /* A flush cannot be cancelled; once its list is, the notification (and
+     * the endpoint it would take from the team) is not sent any more. */
+    if (st != UCS_OK || slot->list->cancelled) {
+        task_finished(slot, st != UCS_OK ? map_status(st) : OC_ERR_TIMEOUT);
         return;
     }
     if (nic->nflushed == nic->flushed_cap) {
@@ -278,6 +280,7 @@ static void ucx_cancel_list(oc_nic_t *base, oc_nic_list_t *list)
     nic_ucx_t *nic = (nic_ucx_t *)base;
     size_t i, j, keep = 0;
 
+    list->cancelled = 1;
     /* A queued notification is not sent any more. */
     for (j = 0; j < nic->nflushed; j++) {
         oc_nic_slot_t *slot = nic->flushed[j];
@@ -306,6 +309,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
      * the list is still being posted. */
     list->nic = base;
     list->status = OC_OK;
+    list->cancelled = 0;
     list->outstanding = 1;
     for (i = 0; i < list->ntasks && st == OC_OK; i++)
         if (list->tasks[i].type != OC_TASK_COPY)
