@@ -5,7 +5,9 @@
  *  - puts land where they should and nowhere else: to every rank including
  *    self, zero-length ones, ones that end at the window's last byte;
  *  - oc_win_flush + MPI_Barrier makes the data visible at the target, and the
- *    source may be overwritten after the flush;
+ *    source may be overwritten after the flush (over loopback in inline
+ *    mode, where a target moves emulated puts only inside its offcoll calls,
+ *    the barrier is an offcoll alltoall);
  *  - notification counts are exact: 200 puts of mixed sizes from every other
  *    rank to one target, spread over 3 counters, waited for in pieces and by
  *    polling; the data is there once the notifications are, with no barrier;
@@ -148,9 +150,40 @@ static void sizes_and_data(oc_team_t *team)
     free(src);
 }
 
+/* Whether UCX emulates puts here: through the network transport without
+ * RDMA (OC_INTRANODE=loopback, TCP), a put moves only while the target's
+ * engine progresses; in inline mode, only inside the target's offcoll calls. */
+static int emulated_puts(void)
+{
+    const char *intra = getenv("OC_INTRANODE");
+    return intra != NULL && strcmp(intra, "loopback") == 0;
+}
+
+/* The barrier after a flush. Where an inline target moves emulated puts only
+ * inside its offcoll calls, one that has flushed its own puts must wait in
+ * one (a one-byte alltoall) for the others' flushes to complete; elsewhere
+ * MPI_Barrier, no offcoll call, shows that the flush alone completed them. */
+static void flush_barrier(oc_team_t *team, int inl)
+{
+    unsigned char *s, *r;
+    oc_request_t *req = NULL;
+
+    if (!inl || !emulated_puts()) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
+    s = calloc((size_t)nprocs, 1);
+    r = calloc((size_t)nprocs, 1);
+    CHECK_OC(oc_ialltoall(team, s, r, 1, &req));
+    CHECK_OC(oc_wait(req));
+    CHECK_OC(oc_request_free(req));
+    free(s);
+    free(r);
+}
+
 /* Flush semantics: large and small puts to both ring neighbours, flush,
  * overwrite the sources, barrier: the target holds the old data. */
-static void flush_visibility(oc_team_t *team)
+static void flush_visibility(oc_team_t *team, int inl)
 {
     const size_t big = 300 * 1024, small = 24;
     size_t mysize = 2 * big + 64 + (size_t)rank;
@@ -177,7 +210,7 @@ static void flush_visibility(oc_team_t *team)
         CHECK_OC(oc_win_flush(win));
         memset(s1, 0xEE, big);
         memset(s2, 0xEE, small);
-        MPI_Barrier(MPI_COMM_WORLD);
+        flush_barrier(team, inl);
         memset(want, 0, mysize);
         for (i = 0; i < big; i++)
             want[i] = check_pattern(left, rank, i, 10 + round);
@@ -339,9 +372,8 @@ static void two_windows(oc_team_t *team)
 /* Bad arguments; out-of-bounds puts write and notify nothing. */
 static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
 {
-    const char *tls = getenv("UCX_TLS"), *intra = getenv("OC_INTRANODE");
-    int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 && tls == NULL &&
-              (intra == NULL || strcmp(intra, "loopback") != 0);
+    int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 &&
+              getenv("UCX_TLS") == NULL && !emulated_puts();
     unsigned char *base = NULL;
     oc_win_t *win = NULL;
     int r, mapped = 0, i;
@@ -550,7 +582,7 @@ int main(int argc, char **argv)
         /* a 30 s timeout: a lost notification fails the check instead of hanging */
         ctx = check_open(mode, 30, &team);
         sizes_and_data(team);
-        flush_visibility(team);
+        flush_visibility(team, m);
         exact_counts(team);
         two_windows(team);
         peer_pointers(ctx, team);
