@@ -286,13 +286,14 @@ oc_status_t oc_win_free(oc_win_t *win);
 /** Size of target's window in bytes; -1 cast to size_t for a bad argument. */
 size_t oc_win_size(const oc_win_t *win, int target);
 
-/** This process's address of target's window memory where it can load and
- *  store it directly (a peer on this host over shared memory; its own base
- *  for this rank), else NULL (another host, OC_INTRANODE=loopback, a backend
- *  without that, a bad argument). Valid until oc_win_free. Stores through it
- *  are plain memory writes: no notification, no ordering with puts. Halo
- *  plans use it to copy faces straight into such neighbours' windows. */
-void *oc_win_peer_ptr(const oc_win_t *win, int target);
+/** Sets *ptr to this process's address of target's window memory where it
+ *  can load and store it directly (a peer on this host over shared memory;
+ *  its own base for this rank): OC_OK. Otherwise *ptr = NULL and
+ *  OC_ERR_UNAVAILABLE (another host, OC_INTRANODE=loopback, a backend
+ *  without that), or OC_ERR_INVALID_ARG. Valid until oc_win_free; any
+ *  thread. Stores through it are plain memory writes: no notification, no
+ *  ordering with puts. Halo plans copy faces straight into such windows. */
+oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr);
 
 /** Starts a put of len bytes from src into target's window at offset, and
  *  returns. src must stay unchanged until oc_win_flush returns. A range not

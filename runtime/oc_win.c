@@ -315,6 +315,16 @@ oc_status_t oc_win_free(oc_win_t *win)
     return st;
 }
 
+static oc_status_t check_target(const char *fn, const oc_win_t *win, int target)
+{
+    if (win == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: win is NULL", fn);
+    if (target < 0 || target >= win->team->size)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: target=%d is not a rank of the window's team "
+                        "(0..%d)", fn, target, win->team->size - 1);
+    return OC_OK;
+}
+
 size_t oc_win_size(const oc_win_t *win, int target)
 {
     if (win == NULL || target < 0 || target >= win->team->size)
@@ -322,11 +332,20 @@ size_t oc_win_size(const oc_win_t *win, int target)
     return win->peers[target].size;
 }
 
-void *oc_win_peer_ptr(const oc_win_t *win, int target)
+oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr)
 {
-    if (win == NULL || target < 0 || target >= win->team->size)
-        return NULL;
-    return win->peers[target].ptr;
+    oc_status_t st;
+    if (ptr == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_peer_ptr: ptr is NULL");
+    *ptr = NULL;
+    if ((st = check_target("oc_win_peer_ptr", win, target)) != OC_OK)
+        return st;
+    if ((*ptr = win->peers[target].ptr) == NULL)
+        return oc_error(OC_ERR_UNAVAILABLE,
+                        "oc_win_peer_ptr: rank %d's window is not mapped in this process "
+                        "(another host, OC_INTRANODE=loopback or a backend without shared "
+                        "memory)", target);
+    return OC_OK;
 }
 
 /* ---- puts ---------------------------------------------------------------------- */
@@ -342,16 +361,6 @@ static void put_complete(oc_pe_exec_t *x, oc_status_t st)
     if (atomic_fetch_sub(&win->puts_inflight, 1) == 1 && atomic_load(&win->flush_waiters) > 0)
         oc_futex_wake_all(&win->puts_inflight);
     free(op);
-}
-
-static oc_status_t check_target(const char *fn, const oc_win_t *win, int target)
-{
-    if (win == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "%s: win is NULL", fn);
-    if (target < 0 || target >= win->team->size)
-        return oc_error(OC_ERR_INVALID_ARG, "%s: target=%d is not a rank of the window's team "
-                        "(0..%d)", fn, target, win->team->size - 1);
-    return OC_OK;
 }
 
 static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,

@@ -14,10 +14,11 @@
  *    one more notification is never there (OC_INPROGRESS), not even after
  *    every origin has flushed;
  *  - two windows in flight at once keep their data and counters apart;
- *  - oc_win_peer_ptr gives this rank's own base, and for a peer either NULL
- *    or an address where this process reads what the peer wrote and writes
- *    what the peer then reads; with UCX over shared memory (the default here)
- *    every rank is mapped, with OC_INTRANODE=loopback or verbs none but self;
+ *  - oc_win_peer_ptr gives this rank's own base, and for a peer either
+ *    OC_ERR_UNAVAILABLE or an address where this process reads what the peer
+ *    wrote and writes what the peer then reads; with UCX over shared memory
+ *    (the default here) every rank is mapped, with OC_INTRANODE=loopback or
+ *    verbs none but self; bad arguments are refused, naming them;
  *  - bad arguments are refused with a message naming the problem, an
  *    out-of-bounds put writes nothing and notifies nothing; a creation
  *    refused on one rank fails on every rank at once;
@@ -374,22 +375,29 @@ static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
 {
     int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 &&
               getenv("UCX_TLS") == NULL && !emulated_puts();
-    unsigned char *base = NULL;
+    unsigned char *base = NULL, *p = NULL;
     oc_win_t *win = NULL;
     int r, mapped = 0, i;
 
     CHECK_OC(oc_win_create(team, 64, 0, (void **)&base, &win));
     if (win == NULL)
         return;
-    CHECK(oc_win_peer_ptr(win, rank) == base, "oc_win_peer_ptr(own rank) is the window's base");
-    CHECK(oc_win_peer_ptr(NULL, 0) == NULL && oc_win_peer_ptr(win, -1) == NULL &&
-              oc_win_peer_ptr(win, nprocs) == NULL,
-          "oc_win_peer_ptr refuses a NULL window and ranks outside the team");
+    CHECK_OC(oc_win_peer_ptr(win, rank, (void **)&p));
+    CHECK(p == base, "oc_win_peer_ptr(own rank) is the window's base");
+    p = base;
+    CHECK_ERR(oc_win_peer_ptr(NULL, 0, (void **)&p), OC_ERR_INVALID_ARG, "win is NULL");
+    CHECK(p == NULL, "a refused oc_win_peer_ptr sets *ptr to NULL");
+    CHECK_ERR(oc_win_peer_ptr(win, -1, (void **)&p), OC_ERR_INVALID_ARG, "target=-1");
+    CHECK_ERR(oc_win_peer_ptr(win, nprocs, (void **)&p), OC_ERR_INVALID_ARG, "is not a rank");
+    CHECK_ERR(oc_win_peer_ptr(win, 0, NULL), OC_ERR_INVALID_ARG, "ptr is NULL");
     memset(base, 0x40 + rank, 64);
     MPI_Barrier(MPI_COMM_WORLD);
     for (r = 0; r < nprocs; r++) {
-        unsigned char *p = oc_win_peer_ptr(win, r);
-        if (p == NULL)
+        oc_status_t st = oc_win_peer_ptr(win, r, (void **)&p);
+        CHECK(st == OC_OK || (st == OC_ERR_UNAVAILABLE && p == NULL &&
+                              strstr(oc_last_error(), "not mapped") != NULL),
+              "oc_win_peer_ptr(%d) -> %s (%s)", r, oc_status_string(st), oc_last_error());
+        if (st != OC_OK)
             continue;
         mapped++;
         for (i = 0; i < 32; i++)
@@ -397,11 +405,8 @@ static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     /* the right neighbour's upper half takes this rank's mark */
-    {
-        unsigned char *p = oc_win_peer_ptr(win, (rank + 1) % nprocs);
-        if (p != NULL)
-            memset(p + 32, 0x80 + rank, 32);
-    }
+    if (oc_win_peer_ptr(win, (rank + 1) % nprocs, (void **)&p) == OC_OK)
+        memset(p + 32, 0x80 + rank, 32);
     MPI_Barrier(MPI_COMM_WORLD);
     if (shm || nprocs == 1) {
         int left = (rank + nprocs - 1) % nprocs;
