@@ -35,10 +35,12 @@ static void copy_box(const awp_grid_t *g, float *field, const awp_box_t *b, floa
     for (i = b->lo[0]; i < b->hi[0]; i++)
         for (j = b->lo[1]; j < b->hi[1]; j++, buf += row) {
             float *p = field + awp_at(g, i, j, b->lo[2]);
+            float *dst = to_buf ? buf : p;
+            const float *src = to_buf ? p : buf;
             if (row == AWP_GHOST)
-                memcpy(to_buf ? buf : p, to_buf ? p : buf, AWP_GHOST * sizeof(float));
+                memcpy(dst, src, AWP_GHOST * sizeof(float));
             else
-                memcpy(to_buf ? buf : p, to_buf ? p : buf, row * sizeof(float));
+                memcpy(dst, src, row * sizeof(float));
         }
 }
 

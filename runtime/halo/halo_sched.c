@@ -175,51 +175,45 @@ static oc_status_t add_unpack(build_t *b, int st)
     return rc;
 }
 
-/* Sends the stage's faces into the neighbours' landing zones: a neighbour
- * whose window is mapped here (this host, shared memory) gets the face copied
- * straight from the array into its landing zone, one copy where packing and
- * a put make two; the others get it packed, then put. A notification follows
- * each face (the list's copies run before its transfers). */
+/* Sends the stage's faces into the neighbours' landing zones, each followed
+ * by its notification: a neighbour whose window is mapped here (this host,
+ * shared memory) gets the face copied straight from the array into its
+ * landing zone, one copy where packing and a put make two; the others get it
+ * packed, then put. A list's copies run before its transfers, so a face is in
+ * place before its notification leaves. */
 static oc_status_t add_send(build_t *b, int st)
 {
     const oc_halo_geom_t *g = b->h->g;
     oc_win_t *win = b->h->win;
     int me = b->h->rank, d_s[6][2], n = oc_halo_stage_sides(g, me, b->e, st, d_s), i;
-    size_t off[6], landing[6];
     oc_status_t rc = OC_OK;
 
     for (i = 0; i < n && rc == OC_OK; i++) {
         int d = d_s[i][0], s = d_s[i][1], q = oc_halo_side_peer(g, me, d, s);
         oc_halo_box_t box = oc_halo_region(g, me, b->e, d, s, 1);
-        char *mapped = win->peers[q].ptr;
-        oc_task_t t;
+        size_t bytes = oc_halo_box_bytes(&box, b->e->es);
         /* Across side s, the data fills q's ghost layers of the other side. */
-        landing[i] = oc_halo_landing(g, q, &b->h->ext[(size_t)q * (size_t)g->nfields], b->f,
-                                     b->p, d, 1 - s);
-        if (mapped != NULL) {
-            t = box_copy(g, b->e, b->h->data, &box, mapped + landing[i], 1);
-        } else {
-            t = box_copy(g, b->e, b->h->data, &box, b->h->pack + b->pack_off, 1);
-            off[i] = b->pack_off;
-            b->pack_off += oc_halo_box_bytes(&box, b->e->es);
-        }
-        rc = oc_sched_add(b->s, &t, 1);
-    }
-    for (i = 0; i < n && rc == OC_OK; i++) {
-        int d = d_s[i][0], s = d_s[i][1], q = oc_halo_side_peer(g, me, d, s);
-        oc_halo_box_t box = oc_halo_region(g, me, b->e, d, s, 1);
+        size_t landing = oc_halo_landing(g, q, &b->h->ext[(size_t)q * (size_t)g->nfields], b->f,
+                                         b->p, d, 1 - s);
+        char *mapped = win->peers[q].ptr, *packed = b->h->pack + b->pack_off;
         oc_notify_msg_t *m = &b->msgs[b->nmsgs++];
         oc_task_t t[2];
         size_t k = 0;
+
+        t[0] = box_copy(g, b->e, b->h->data, &box, mapped != NULL ? mapped + landing : packed, 1);
+        rc = oc_sched_add(b->s, t, 1);
         m->type = OC_MSG_NOTIFY;
         m->win_id = win->peers[q].id;
         m->counter = oc_halo_counter(g, b->f, b->p, st);
         m->origin = me;
-        if (win->peers[q].ptr == NULL)
-            t[k++] = oc_task_put(q, b->h->pack + off[i], oc_halo_box_bytes(&box, b->e->es),
-                                 win->peers[q].addr + landing[i], win->peers[q].rkey);
+        if (mapped == NULL) {
+            t[k++] = oc_task_put(q, packed, bytes, win->peers[q].addr + landing,
+                                 win->peers[q].rkey);
+            b->pack_off += bytes;
+        }
         t[k++] = oc_task_notify(q, m, sizeof(*m));
-        rc = oc_sched_add(b->s, t, k);
+        if (rc == OC_OK)
+            rc = oc_sched_add(b->s, t, k);
     }
     return rc;
 }

@@ -370,7 +370,8 @@ static void two_windows(oc_team_t *team)
     free(want);
 }
 
-/* Bad arguments; out-of-bounds puts write and notify nothing. */
+/* oc_win_peer_ptr: own base, the peers mapped here read and written through
+ * it, the others OC_ERR_UNAVAILABLE; bad arguments refused. */
 static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
 {
     int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 &&
@@ -419,6 +420,7 @@ static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
     CHECK_OC(oc_win_free(win));
 }
 
+/* Bad arguments; out-of-bounds puts write and notify nothing. */
 static void errors(oc_team_t *team)
 {
     const int t = (rank + 1) % nprocs;
