@@ -108,7 +108,6 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
 
 oc_status_t oc_finalize(oc_context_t *ctx)
 {
-    oc_ep_entry_t *e;
     int nt, nr;
 
     if (ctx == NULL)
@@ -119,10 +118,7 @@ oc_status_t oc_finalize(oc_context_t *ctx)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);
     oc_pe_destroy(ctx->pe); /* and with it the backend */
-    while ((e = ctx->ep_cache) != NULL) {
-        ctx->ep_cache = e->next;
-        free(e);
-    }
+    oc_ep_cache_clear(&ctx->ep_cache);
     pthread_mutex_destroy(&ctx->teams_lock);
     free(ctx->teams);
     free(ctx);

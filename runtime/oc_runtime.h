@@ -5,24 +5,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "oc_ep_cache.h"
 #include "oc_nic.h"
 #include "oc_pe.h"
 #include "oc_sched.h"
 #include "offcoll.h"
-
-typedef struct oc_ep_entry {
-    struct oc_ep_entry *next;
-    oc_nic_ep_t *ep;
-    size_t len;
-    unsigned char addr[];
-} oc_ep_entry_t;
 
 struct oc_context {
     oc_config_t cfg;
     oc_nic_t *nic;
     oc_pe_t *pe;
     char backend_info[320];
-    oc_ep_entry_t *ep_cache;        /* engine context only */
+    oc_ep_cache_t ep_cache;         /* engine context only */
     pthread_mutex_t teams_lock;     /* registries of teams, windows and persistent
                                        requests: app threads and engine */
     oc_team_t **teams;              /* by local team id */

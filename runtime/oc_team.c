@@ -68,18 +68,17 @@ static void connect_fn(oc_pe_t *pe, void *arg)
     int r;
 
     (void)pe;
-    for (r = 0; r < team->size; r++) {
+    a->status = oc_ep_cache_reserve(&ctx->ep_cache, (size_t)team->size);
+    for (r = 0; r < team->size && a->status == OC_OK; r++) {
         const unsigned char *addr = a->addrs + (size_t)r * a->stride;
         size_t len = a->hello[r].addr_len;
         oc_ep_entry_t *e;
 
         if (r == team->rank)
             continue;
-        for (e = ctx->ep_cache; e != NULL; e = e->next)
-            if (e->len == len && memcmp(e->addr, addr, len) == 0)
-                break;
+        e = oc_ep_cache_find(&ctx->ep_cache, addr, len);
         if (e == NULL) {
-            e = malloc(sizeof(*e) + len);
+            e = oc_ep_entry_new(addr, len);
             if (e == NULL) {
                 a->status = oc_error(OC_ERR_NO_MEMORY, "endpoint cache");
                 break;
@@ -89,10 +88,7 @@ static void connect_fn(oc_pe_t *pe, void *arg)
                 free(e);
                 break;
             }
-            e->len = len;
-            memcpy(e->addr, addr, len);
-            e->next = ctx->ep_cache;
-            ctx->ep_cache = e;
+            oc_ep_cache_insert(&ctx->ep_cache, e);
         }
         team->eps[r] = e->ep;
     }
