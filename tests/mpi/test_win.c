@@ -151,13 +151,40 @@ static void sizes_and_data(oc_team_t *team)
     free(src);
 }
 
-/* Whether UCX emulates puts here: through the network transport without
- * RDMA (OC_INTRANODE=loopback, TCP), a put moves only while the target's
- * engine progresses; in inline mode, only inside the target's offcoll calls. */
-static int emulated_puts(void)
+/* What the backend chose for each peer, read from oc_team_print_paths: how
+ * many peers' windows are mapped here (a lane through memory UCX can map:
+ * sysv, posix, xpmem), and whether a peer is reached through TCP only, where
+ * UCX emulates puts: a put then moves only while the target's engine
+ * progresses, in inline mode only inside its offcoll calls. */
+static void path_kinds(oc_team_t *team, int *mapped, int *tcp)
 {
-    const char *intra = getenv("OC_INTRANODE");
-    return intra != NULL && strcmp(intra, "loopback") == 0;
+    char *text = NULL, *line, *save = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+
+    *mapped = *tcp = 0;
+    if (f == NULL)
+        return;
+    oc_team_print_paths(team, f);
+    fclose(f);
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char *tls = strstr(line, ": "), *end = strstr(line, " (OC_INTRANODE");
+        if (strncmp(line, "rank ", 5) != 0 || tls == NULL || end == NULL)
+            continue;
+        *end = '\0';
+        if (strstr(tls, "sysv/") || strstr(tls, "posix/") || strstr(tls, "xpmem/"))
+            ++*mapped;
+        else if (strstr(tls, "tcp/"))
+            *tcp = 1;
+    }
+    free(text);
+}
+
+static int emulated_puts(oc_team_t *team)
+{
+    int mapped, tcp;
+    path_kinds(team, &mapped, &tcp);
+    return tcp;
 }
 
 /* The barrier after a flush. Where an inline target moves emulated puts only
@@ -169,7 +196,7 @@ static void flush_barrier(oc_team_t *team, int inl)
     unsigned char *s, *r;
     oc_request_t *req = NULL;
 
-    if (!inl || !emulated_puts()) {
+    if (!inl || !emulated_puts(team)) {
         MPI_Barrier(MPI_COMM_WORLD);
         return;
     }
@@ -372,14 +399,14 @@ static void two_windows(oc_team_t *team)
 
 /* oc_win_peer_ptr: own base, the peers mapped here read and written through
  * it, the others OC_ERR_UNAVAILABLE; bad arguments refused. */
-static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
+static void peer_pointers(oc_team_t *team)
 {
-    int shm = strncmp(oc_context_backend_info(ctx), "ucx", 3) == 0 &&
-              getenv("UCX_TLS") == NULL && !emulated_puts();
     unsigned char *base = NULL, *p = NULL;
     oc_win_t *win = NULL;
-    int r, mapped = 0, i;
+    int r, mapped = 0, i, expect, tcp;
 
+    path_kinds(team, &expect, &tcp);
+    expect++; /* self */
     CHECK_OC(oc_win_create(team, 64, 0, (void **)&base, &win));
     if (win == NULL)
         return;
@@ -409,14 +436,15 @@ static void peer_pointers(oc_context_t *ctx, oc_team_t *team)
     if (oc_win_peer_ptr(win, (rank + 1) % nprocs, (void **)&p) == OC_OK)
         memset(p + 32, 0x80 + rank, 32);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (shm || nprocs == 1) {
+    if (expect == nprocs) {
         int left = (rank + nprocs - 1) % nprocs;
         for (i = 32; i < 64; i++)
             CHECK(base[i] == 0x80 + left, "byte %d written by rank %d through its pointer: %#x",
                   i, left, base[i]);
     }
-    CHECK(mapped == (shm ? nprocs : 1), "%d of %d ranks' windows mapped here (%s)", mapped,
-          nprocs, shm ? "UCX over shared memory: all expected" : "only self expected");
+    CHECK(mapped == expect, "%d of %d ranks' windows mapped here (%d expected from the "
+          "transports: self and the peers reached through sysv, posix or xpmem)", mapped,
+          nprocs, expect);
     CHECK_OC(oc_win_free(win));
 }
 
@@ -592,7 +620,7 @@ int main(int argc, char **argv)
         flush_visibility(team, m);
         exact_counts(team);
         two_windows(team);
-        peer_pointers(ctx, team);
+        peer_pointers(team);
         errors(team);
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
