@@ -118,7 +118,9 @@ oc_status_t oc_config_print(const oc_config_t *cfg, char *buf, size_t size);
 const char *oc_alg_name(oc_alg_t alg);
 
 /** Creates a context: backend, progress engine (thread started in thread mode),
- *  endpoint cache. cfg NULL means oc_config_init(). Not thread-safe. */
+ *  endpoint cache. cfg NULL means oc_config_init(). Not thread-safe. With
+ *  progress_cpus "auto" the calling thread leaves the CPU the progress thread
+ *  takes, until oc_finalize (see oc_context_progress_info). */
 oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
 
 /** Stops the progress engine and releases the context. Teams and requests of

@@ -25,7 +25,8 @@ struct oc_pe {
     int stop;
     pthread_t thread;
     clockid_t cpu_clock;
-    char info[192];             /* where the engine runs (oc_pe_info) */
+    char info[224];             /* where the engine runs (oc_pe_info) */
+    oc_pe_caller_t caller;      /* the creating thread's CPUs, when auto moved it */
     int have_thread;
     _Atomic double final_cpu_s;
     _Atomic uint64_t lists_posted, tasks_posted, wakeups, requests_started;
@@ -510,7 +511,7 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
         }
         pe->have_thread = 1;
         pthread_setname_np(pe->thread, "offcoll-pe");
-        st = oc_pe_bind(pe->thread, cpus, pe->info, sizeof(pe->info));
+        st = oc_pe_bind(pe->thread, cpus, pe->info, sizeof(pe->info), &pe->caller);
         if (st != OC_OK) {
             oc_pe_destroy(pe);
             return st;
@@ -550,6 +551,7 @@ void oc_pe_destroy(oc_pe_t *pe)
         pe->orphans = x->orphan_next;
         free(x);
     }
+    oc_pe_unbind_caller(&pe->caller);
     if (pe->wake_fd >= 0)
         close(pe->wake_fd);
     if (pe->epoll_fd >= 0)

@@ -14,6 +14,7 @@
 #define OC_PE_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "oc_mpsc.h"
@@ -78,9 +79,21 @@ const char *oc_pe_info(const oc_pe_t *pe);
 /* oc_pe_affinity.c. Parses a CPU list ("3,7,12-15", each below CPU_SETSIZE)
  * into cpus, in order: the count, or -1 when malformed or longer than max. */
 int oc_pe_cpulist_parse(const char *s, int *cpus, int max);
+/* The calling thread's CPUs before OC_PROGRESS_CPUS=auto took one of them
+ * for the progress thread (moved: 0 where it did not), and after. */
+typedef struct {
+    int moved;
+    cpu_set_t saved, set;
+} oc_pe_caller_t;
+
 /* Binds thread as spec asks ("", "auto" or a CPU list: the launcher's local
- * rank picks its entry) and describes the outcome in info. */
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size);
+ * rank picks its entry) and describes the outcome in info. With auto the
+ * calling thread leaves the CPU it gives the thread (caller says how). */
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
+                       oc_pe_caller_t *caller);
+/* Gives the calling thread back the CPUs oc_pe_bind took from it, unless it
+ * has been bound elsewhere since. */
+void oc_pe_unbind_caller(const oc_pe_caller_t *caller);
 /* Stops the thread, gives released execs whose lists are still in flight a
  * moment to finish, destroys the backend (which ends what is left), then
  * frees them. */

@@ -3,8 +3,9 @@
  * the thread besides the application's: a launcher that binds each rank to
  * one core (Open MPI does for 2 ranks) leaves none, and the thread then
  * takes its time from the computation it should overlap. Binding is by the
- * launcher's rules (a CPU set per rank); this only picks within or beside it
- * and says what it found.
+ * launcher's rules (a CPU set per rank); this only picks within or beside it,
+ * with auto moves the thread calling oc_init off the CPU it picked, and says
+ * what it found.
  */
 #include "oc_pe.h"
 #include "oc_error.h"
@@ -79,11 +80,43 @@ static void set_str(const cpu_set_t *set, char *buf, size_t size)
     }
 }
 
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size)
+/* auto: the application thread would otherwise be as likely to run on the
+ * thread's CPU as on its own, and the scheduler moves a running thread away
+ * only after milliseconds of failed balancing, so each woken list would wait
+ * for the computation's time slice. */
+static void move_caller(const cpu_set_t *own, int cpu, oc_pe_caller_t *caller, char *info,
+                        size_t size)
+{
+    size_t len = strlen(info);
+    char rest[96];
+
+    caller->saved = *own;
+    caller->set = *own;
+    CPU_CLR(cpu, &caller->set);
+    set_str(&caller->set, rest, sizeof(rest));
+    if (sched_setaffinity(0, sizeof(caller->set), &caller->set) == 0) {
+        caller->moved = 1;
+        snprintf(info + len, size - len, ", the calling thread moved to %s", rest);
+    } else {
+        snprintf(info + len, size - len, ", the calling thread could not leave it: %s",
+                 strerror(errno));
+    }
+}
+
+void oc_pe_unbind_caller(const oc_pe_caller_t *caller)
+{
+    cpu_set_t now;
+    if (caller->moved && sched_getaffinity(0, sizeof(now), &now) == 0 &&
+        CPU_EQUAL(&now, &caller->set))
+        sched_setaffinity(0, sizeof(caller->saved), &caller->saved);
+}
+
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
+                       oc_pe_caller_t *caller)
 {
     cpu_set_t own, want;
     char own_str[96];
-    int cpus[CPU_SETSIZE], n, cpu, rc;
+    int cpus[CPU_SETSIZE], n, cpu, rc, is_auto = spec != NULL && strcmp(spec, "auto") == 0;
 
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
         CPU_ZERO(&own);
@@ -96,7 +129,7 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
             snprintf(info, size, "thread, on the process's CPUs %s", own_str);
         return OC_OK;
     }
-    if (strcmp(spec, "auto") == 0) {
+    if (is_auto) {
         if (CPU_COUNT(&own) < 2) {
             snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
                      "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
@@ -122,5 +155,7 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
                         "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
     snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
              own_str);
+    if (is_auto)
+        move_caller(&own, cpu, caller, info, size);
     return OC_OK;
 }

@@ -46,19 +46,39 @@ static void pe_thread_set(cpu_set_t *set)
     assert_int_equal(found, 1);
 }
 
-/* Opens a thread-mode context with spec, checks the thread's CPUs against
- * want (NULL: the process's set) and the info against needle. */
-static void check_binding(const char *spec, const cpu_set_t *want, const char *needle)
+static oc_context_t *open_thread_ctx(const char *spec)
 {
     oc_config_t c;
     oc_context_t *ctx = NULL;
-    cpu_set_t got;
 
     assert_int_equal(oc_config_init(&c), OC_OK);
     c.progress = OC_PROGRESS_THREAD;
     snprintf(c.progress_cpus, sizeof(c.progress_cpus), "%s", spec);
     if (oc_init(&c, &ctx) != OC_OK)
         fail_msg("oc_init with progress_cpus \"%s\": %s", spec, oc_last_error());
+    return ctx;
+}
+
+static void assert_caller_on(const cpu_set_t *want, const char *when)
+{
+    cpu_set_t now;
+    assert_int_equal(sched_getaffinity(0, sizeof(now), &now), 0);
+    if (!CPU_EQUAL(&now, want))
+        fail_msg("%s: the calling thread has %d CPUs, not the expected %d", when,
+                 CPU_COUNT(&now), CPU_COUNT(want));
+}
+
+/* Opens a thread-mode context with spec, checks the thread's CPUs against
+ * want (NULL: the process's set) and the info against needle. The calling
+ * thread leaves the thread's CPU with auto where it has another, keeps its
+ * CPUs otherwise, and has them all back after oc_finalize. */
+static void check_binding(const char *spec, const cpu_set_t *want, const char *needle)
+{
+    oc_context_t *ctx;
+    cpu_set_t got, before, caller;
+
+    assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
+    ctx = open_thread_ctx(spec);
     pe_thread_set(&got);
     if (!CPU_EQUAL(&got, want != NULL ? want : &own))
         fail_msg("progress_cpus \"%s\": the thread has %d CPUs, not the expected set", spec,
@@ -66,7 +86,12 @@ static void check_binding(const char *spec, const cpu_set_t *want, const char *n
     if (strstr(oc_context_progress_info(ctx), needle) == NULL)
         fail_msg("progress_cpus \"%s\": info \"%s\" lacks \"%s\"", spec,
                  oc_context_progress_info(ctx), needle);
+    caller = before;
+    if (strcmp(spec, "auto") == 0 && CPU_COUNT(&before) >= 2)
+        CPU_XOR(&caller, &before, &got);
+    assert_caller_on(&caller, "while the context lives");
     assert_int_equal(oc_finalize(ctx), OC_OK);
+    assert_caller_on(&before, "after oc_finalize");
 }
 
 static int two_cpus(void)
@@ -122,6 +147,46 @@ static void automatic(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
+/* Contexts opened one inside the other each take a CPU while one is left;
+ * each oc_finalize gives back what its oc_init took, unless the application
+ * has bound the thread elsewhere meanwhile. */
+static void caller_nested(void **state)
+{
+    oc_context_t *a, *b;
+    cpu_set_t rest, inner, one;
+    (void)state;
+    if (!two_cpus())
+        return;
+    rest = own;
+    CPU_CLR(hi, &rest);
+    a = open_thread_ctx("auto");
+    assert_non_null(strstr(oc_context_progress_info(a), "the calling thread moved to"));
+    assert_caller_on(&rest, "first context");
+    b = open_thread_ctx("auto");
+    inner = rest;
+    if (CPU_COUNT(&rest) >= 2) {
+        int second = hi - 1;
+        while (!CPU_ISSET(second, &rest))
+            second--;
+        CPU_CLR(second, &inner);
+    } else {
+        assert_non_null(strstr(oc_context_progress_info(b), "found none to spare"));
+    }
+    assert_caller_on(&inner, "second context");
+    assert_int_equal(oc_finalize(b), OC_OK);
+    assert_caller_on(&rest, "second context finalized");
+    assert_int_equal(oc_finalize(a), OC_OK);
+    assert_caller_on(&own, "first context finalized");
+
+    a = open_thread_ctx("auto");
+    CPU_ZERO(&one); /* another set than the one oc_init left it */
+    CPU_SET(hi, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    assert_int_equal(oc_finalize(a), OC_OK);
+    assert_caller_on(&one, "bound by the application meanwhile");
+    assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
+}
+
 /* Entry k of a list goes to the launcher's local rank k. */
 static void listed(void **state)
 {
@@ -174,7 +239,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
-        cmocka_unit_test(listed),    cmocka_unit_test(refused), cmocka_unit_test(inline_mode),
+        cmocka_unit_test(caller_nested), cmocka_unit_test(listed),  cmocka_unit_test(refused),
+        cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
