@@ -192,9 +192,9 @@ int oc_team_size(const oc_team_t *team);
 /* ---- Collectives ------------------------------------------------------------ */
 
 /** sbuf of an in-place all-to-all (as MPI_IN_PLACE): the blocks to send are
- *  taken from rbuf, which the received blocks then replace. Each start
- *  copies rbuf aside first, on the calling thread (one memcpy of the buffer:
- *  not overlapped); the request holds that copy until it is freed. */
+ *  taken from rbuf, which the received blocks then replace. Each start copies rbuf aside first, as the schedule's first list
+ *  (the progress engine's work, like the transfers); the request holds that
+ *  copy until it is freed. */
 #define OC_IN_PLACE ((const void *)-1)
 
 /** Starts an all-to-all of equal blocks: block i of sbuf (block_bytes each)

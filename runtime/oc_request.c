@@ -231,7 +231,10 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t 
 }
 
 /* args->sbuf OC_IN_PLACE: the schedule sends from a copy of the inplace
- * bytes of rbuf, which launch() makes at every start. */
+ * bytes of rbuf, made by a list of its own before the algorithm's, so that
+ * the copy is the engine's work and not the caller's, and no receive of the
+ * operation is posted before it is done. That list waits on nobody, so the
+ * algorithm's lists keep their pairing with the peers'. */
 static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, int v,
                               oc_coll_args_t *args, size_t mean_block, size_t inplace,
                               oc_request_t **out)
@@ -248,8 +251,6 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, i
             free(req);
             return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
         }
-        req->inplace_src = args->rbuf;
-        req->inplace_bytes = inplace;
         args->sbuf = req->inplace;
     }
     req->team = team;
@@ -257,7 +258,14 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, i
     req->opname = v ? "alltoallv" : "alltoall";
     req->alg = oc_coll_alltoall_select(&ctx->cfg, v, mean_block, team->size);
     oc_sched_init(&req->sched, ctx->cfg.list_max);
-    st = oc_coll_alltoall_build(req->alg, args, &req->sched);
+    st = OC_OK;
+    if (req->inplace != NULL && inplace > 0) {
+        oc_task_t t = oc_task_copy(req->inplace, args->rbuf, inplace);
+        st = oc_sched_add(&req->sched, &t, 1);
+        oc_sched_end_list(&req->sched);
+    }
+    if (st == OC_OK)
+        st = oc_coll_alltoall_build(req->alg, args, &req->sched);
     if (st != OC_OK) {
         oc_error_append(" (%s, algorithm %s)", fn, oc_alg_name(req->alg));
         req_destroy(req);
@@ -292,8 +300,6 @@ static void launch(oc_request_t *req)
     while ((int32_t)(req->seq + 1 - upto) > 0 &&
            !atomic_compare_exchange_weak(&team->started_upto, &upto, req->seq + 1))
         ;
-    if (req->inplace_bytes > 0)
-        memcpy(req->inplace, req->inplace_src, req->inplace_bytes);
     req->result = OC_OK;
     atomic_store(&req->state, OC_REQ_ACTIVE);
     oc_pe_start(team->ctx->pe, req->x);

@@ -64,9 +64,8 @@ typedef struct oc_request {
      * knows better whom it waits for): appends the diagnosis to the error. */
     void (*timeout_report)(struct oc_request *req);
     void *owner;
-    void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf */
-    const void *inplace_src;
-    size_t inplace_bytes;
+    void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
+                                       made by the schedule's first list */
 } oc_request_t;
 
 /* Control messages between progress engines: a uint32_t type comes first. */
