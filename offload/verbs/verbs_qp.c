@@ -427,7 +427,8 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
 
     if (!loopback && nic->neps >= VB_MAX_PEERS + 1)
         return oc_error(OC_ERR_UNAVAILABLE, "verbs: more than %d peer processes (the CQs are "
-                        "sized for VB_MAX_PEERS)", VB_MAX_PEERS);
+                        "sized for VB_MAX_PEERS, and each peer has its own receive buffers): "
+                        "set OC_BACKEND=ucx for larger jobs", VB_MAX_PEERS);
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: endpoint");
