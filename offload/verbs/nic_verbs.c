@@ -84,7 +84,7 @@ static void send_completed(vb_nic_t *nic, const struct ibv_wc *wc)
         return; /* a flushed WAIT */
     vb_sq_release(nic, op);
     if (wc->status != IBV_WC_SUCCESS) {
-        vb_qp_failed(nic, op->ep);
+        vb_qp_failed(nic, op->ep, ibv_wc_status_str(wc->status));
         st = oc_error(OC_ERR_BACKEND, "verbs: %s on QP 0x%x to QP 0x%x failed: %s",
                       opcode_name(op->wr.opcode), wc->qp_num, op->ep->peer_qpn,
                       ibv_wc_status_str(wc->status));
@@ -101,7 +101,7 @@ static void recv_completed(vb_nic_t *nic, const struct ibv_wc *wc)
             oc_notice(1, "verbs: receive on QP 0x%x failed: %s; the peer is unreachable",
                       wc->qp_num, ibv_wc_status_str(wc->status));
         nic->flush_reported |= wc->status == IBV_WC_WR_FLUSH_ERR;
-        vb_qp_failed(nic, rb->ep);
+        vb_qp_failed(nic, rb->ep, ibv_wc_status_str(wc->status));
         return;
     }
     vb_proto_arrival(nic, wc, rb);

@@ -76,6 +76,16 @@ static oc_status_t open_first_active(vb_dev_t *d, char *reason, size_t size)
     d->addr.ethernet = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     d->mtu = pa.active_mtu;
     d->max_msg = pa.max_msg_sz > 0 && pa.max_msg_sz < VB_MAX_MSG ? pa.max_msg_sz : VB_MAX_MSG;
+    if (d->max_msg < VB_MIN_MSG) {
+        snprintf(reason, size, "%s port %d takes at most %zu bytes per message (max_msg_sz), "
+                 "below the %zu of the protocol's control messages", d->name, port, d->max_msg,
+                 (size_t)VB_MIN_MSG);
+        ibv_close_device(d->ctx);
+        d->ctx = NULL;
+        return OC_ERR_UNAVAILABLE;
+    }
+    d->eager_max = d->max_msg - sizeof(vb_hdr_t) < VB_EAGER_MAX ? d->max_msg - sizeof(vb_hdr_t)
+                                                                 : VB_EAGER_MAX;
     return OC_OK;
 }
 

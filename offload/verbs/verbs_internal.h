@@ -52,6 +52,9 @@ typedef struct {
 } vb_hdr_t;
 
 #define VB_EAGER_MAX (VB_BUF_SIZE - sizeof(vb_hdr_t))
+/* A port must take this much in one SEND: a header and the runtime's control
+ * messages (timeout queries, notifications: 20 bytes each), with room. */
+#define VB_MIN_MSG   (sizeof(vb_hdr_t) + 64)
 
 typedef struct vb_nic vb_nic_t;
 typedef struct vb_mr vb_mr_t;
@@ -160,7 +163,9 @@ oc_status_t vb_qp_repost(vb_nic_t *nic, vb_rbuf_t *rb);
 /* The peer reports n more receives posted for ep. */
 void vb_qp_credits(vb_nic_t *nic, oc_nic_ep_t *ep, uint32_t n);
 /* A WR or receive of ep failed: ep's QP is in error. */
-void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep);
+/* ep's QP is in error (why: the work completion's status): what waits on it
+ * ends with an error. */
+void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why);
 
 vb_op_t *vb_op_get(vb_nic_t *nic);
 void vb_op_put(vb_nic_t *nic, vb_op_t *op);
@@ -186,6 +191,8 @@ typedef struct {
     vb_addr_t addr;
     enum ibv_mtu mtu;
     size_t max_msg;                  /* bytes per WR: the port's max_msg_sz, at most VB_MAX_MSG */
+    size_t eager_max;                /* payload of an EAGER or CTRL: VB_EAGER_MAX, less where
+                                        max_msg does not take header and all in one SEND */
     int fork_init;                   /* what ibv_fork_init returned (0, or an errno value) */
     char name[64];
 } vb_dev_t;
@@ -254,6 +261,9 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
                           oc_nic_slot_t *slot);
 /* The software-held tasks of list end with status. */
 void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status);
+/* The software-held tasks whose message or RTR would come through ep end
+ * with an error. */
+void vb_proto_peer_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why);
 
 /* ---- the instance (nic_verbs.c) -------------------------------------------- */
 

@@ -9,8 +9,9 @@
  * one key are matched first come, first served: several outstanding
  * operations per team, and teams sharing processes, never meet.
  *
- *   eager (length <= VB_EAGER_MAX): EAGER header + payload, copied through a
- *     registered bounce buffer at each end. The SEND task is done when the
+ *   eager (length <= eager_max: VB_EAGER_MAX, or less where the port's
+ *     max_msg_sz is shorter than a bounce buffer): EAGER header + payload,
+ *     one SEND copied through a registered bounce buffer at each end. The SEND task is done when the
  *     NIC acknowledges the message.
  *   rendezvous: the sender sends RTS (length, its cookie). When the RECV
  *     task meets it, the receiver registers its buffer and answers RTR
@@ -158,7 +159,7 @@ oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
     h.seq = m->seq;
     h.src = m->rank;
     h.len = t->len;
-    if (t->len <= VB_EAGER_MAX) {
+    if (t->len <= nic->dev.eager_max) {
         h.type = VB_MSG_EAGER;
         op->kind = VB_OP_TASK;
         op->slot = slot;
@@ -214,6 +215,11 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
             free(x);
             return OC_OK;
         }
+    if (m->eps[t->peer]->failed) {
+        free(r);
+        return oc_error(OC_ERR_BACKEND, "verbs: a receive from rank %d: the connection to it "
+                        "has failed", t->peer);
+    }
     *p->expected_tail = r;
     p->expected_tail = &r->next;
     return OC_OK;
@@ -331,9 +337,9 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
     vb_op_t *op;
     vb_hdr_t h;
 
-    if (len > VB_EAGER_MAX)
+    if (len > nic->dev.eager_max)
         return oc_error(OC_ERR_INVALID_ARG, "verbs: a control message of %zu bytes (at most %zu)",
-                        len, (size_t)VB_EAGER_MAX);
+                        len, nic->dev.eager_max);
     op = vb_op_get(nic);
     if (op == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: control message");
@@ -347,46 +353,102 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
     return OC_OK;
 }
 
-/* ---- cancellation --------------------------------------------------------------- */
+/* ---- tasks held in software: cancellation, a failed connection ------------- */
 
-void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
+/* The QP a RECV task's message comes through. */
+static const oc_nic_ep_t *recv_ep(const vb_recv_t *r)
+{
+    return r->slot->list->match->eps[r->src];
+}
+
+/* Unlinks from *pr the RECV tasks that pick() onto *done. */
+static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done,
+                       int (*pick)(const vb_recv_t *r, const void *key), const void *key)
+{
+    vb_recv_t *r;
+    while ((r = *pr) != NULL)
+        if (pick(r, key)) {
+            *pr = r->next;
+            r->next = *done;
+            *done = r;
+        } else {
+            pr = &r->next;
+        }
+    if (tail != NULL)
+        *tail = pr;
+}
+
+/* Ends with status the RECV tasks and waiting rendezvous SENDs that pick()
+ * (a SEND through its slot and QP): unlinked first, finished after, since
+ * finishing may start a list's trigger, which may post more. */
+static unsigned end_held(vb_nic_t *nic, int (*pick)(const vb_recv_t *r, const void *key),
+                         int (*pick_send)(const vb_rndv_send_t *rs, const void *key),
+                         const void *key, oc_status_t status)
 {
     vb_proto_t *p = &nic->proto;
-    vb_recv_t **pr, *r, *done = NULL;
-    vb_rndv_send_t **ps;
+    vb_recv_t *r, *done = NULL;
+    vb_rndv_send_t **ps, *sends = NULL, *rs;
+    unsigned n = 0;
 
-    /* Unlink first, finish after: finishing may start the list's trigger. */
-    for (pr = &p->expected; (r = *pr) != NULL;)
-        if (r->slot->list == list) {
-            *pr = r->next;
-            r->next = done;
-            done = r;
-        } else {
-            pr = &r->next;
-        }
-    p->expected_tail = pr;
-    for (pr = &p->writing; (r = *pr) != NULL;)
-        if (r->slot->list == list) {
-            *pr = r->next;
-            r->next = done;
-            done = r;
-        } else {
-            pr = &r->next;
-        }
-    for (ps = &p->rts; *ps != NULL;) {
-        vb_rndv_send_t *rs = *ps;
-        if (rs->slot->list == list) {
+    take_recvs(&p->expected, &p->expected_tail, &done, pick, key);
+    take_recvs(&p->writing, NULL, &done, pick, key);
+    for (ps = &p->rts; (rs = *ps) != NULL;)
+        if (pick_send(rs, key)) {
             *ps = rs->next;
-            vb_task_finished(nic, rs->slot, status);
-            free(rs);
+            rs->next = sends;
+            sends = rs;
         } else {
             ps = &rs->next;
         }
+    while ((rs = sends) != NULL) {
+        sends = rs->next;
+        vb_task_finished(nic, rs->slot, status);
+        free(rs);
+        n++;
     }
     while ((r = done) != NULL) {
         done = r->next;
         finish_recv(nic, r, status);
+        n++;
     }
+    return n;
+}
+
+static int recv_of_list(const vb_recv_t *r, const void *list)
+{
+    return r->slot->list == list;
+}
+
+static int send_of_list(const vb_rndv_send_t *rs, const void *list)
+{
+    return rs->slot->list == list;
+}
+
+void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
+{
+    end_held(nic, recv_of_list, send_of_list, list, status);
+}
+
+static int recv_through(const vb_recv_t *r, const void *ep)
+{
+    return recv_ep(r) == ep;
+}
+
+static int send_through(const vb_rndv_send_t *rs, const void *ep)
+{
+    return rs->ep == ep;
+}
+
+/* A QP in error completes nothing more: what waits on a message or an RTR
+ * through it would otherwise wait until OC_TIMEOUT_S, and the timeout's
+ * diagnosis, whose queries go the same way, would blame the peers. */
+void vb_proto_peer_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why)
+{
+    oc_status_t st = oc_error(OC_ERR_BACKEND, "verbs: the connection to QP 0x%x failed (%s)",
+                              ep->peer_qpn, why);
+    unsigned n = end_held(nic, recv_through, send_through, ep, st);
+    oc_notice(1, "verbs: the connection to QP 0x%x failed (%s); %u transfer(s) waiting on it "
+              "end with an error", ep->peer_qpn, why, n);
 }
 
 /* ---- control messages ----------------------------------------------------------- */

@@ -353,9 +353,12 @@ void vb_qp_credits(vb_nic_t *nic, oc_nic_ep_t *ep, uint32_t n)
     mark_dirty(nic, ep);
 }
 
-void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep)
+void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why)
 {
-    ep->failed = 1;
+    if (!ep->failed) {
+        ep->failed = 1;
+        vb_proto_peer_failed(nic, ep, why);
+    }
     mark_dirty(nic, ep);
 }
 

@@ -5,7 +5,8 @@
  * whether verbs opens and checks that everything else agrees with that
  * answer: auto picks verbs exactly when OC_BACKEND=verbs works, and says why
  * not when it does not; a forced verbs backend fails with the reason instead
- * of crashing; a malformed OC_VERBS_TRIGGER is refused by name.
+ * of crashing; a malformed OC_VERBS_TRIGGER is refused by name, and so is
+ * a port that cannot take the protocol's messages.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +130,24 @@ static void test_trigger_variants(void **state)
     }
 }
 
+/* A port whose max_msg_sz cannot take the protocol's control messages in
+ * one SEND (softverbs lets a test set it) is refused with the reason. */
+static void test_short_max_msg(void **state)
+{
+    char why[256];
+    oc_context_t *ctx = NULL;
+    (void)state;
+
+    verbs_outcome(why, sizeof(why));
+    if (why[0] != '\0')
+        skip(); /* no device */
+    setenv("SOFTVERBS_MAX_MSG_SZ", "64", 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
+    unsetenv("SOFTVERBS_MAX_MSG_SZ");
+    assert_null(ctx);
+    assert_contains(oc_last_error(), "takes at most 64 bytes per message (max_msg_sz)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -136,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_ucx_forced),
         cmocka_unit_test(test_trigger_malformed),
         cmocka_unit_test(test_trigger_variants),
+        cmocka_unit_test(test_short_max_msg),
     };
     unsetenv("OC_VERBS_TRIGGER");
     return cmocka_run_group_tests(tests, NULL, NULL);
