@@ -10,9 +10,9 @@
  * operations per team, and teams sharing processes, never meet.
  *
  *   eager (length <= eager_max: VB_EAGER_MAX, or less where the port's
- *     max_msg_sz is shorter than a bounce buffer): EAGER header + payload,
- *     one SEND copied through a registered bounce buffer at each end. The SEND task is done when the
- *     NIC acknowledges the message.
+ *     max_msg_sz is shorter than a bounce buffer): EAGER header + payload in
+ *     one SEND, copied through a registered bounce buffer at each end. The
+ *     SEND task is done when the NIC acknowledges the message.
  *   rendezvous: the sender sends RTS (length, its cookie). When the RECV
  *     task meets it, the receiver registers its buffer and answers RTR
  *     (address, rkey, its own cookie); the sender RDMA-writes the data with
@@ -27,6 +27,9 @@
  * its payload) until the task is posted. Control messages (CTRL: timeout
  * queries, notifications) use the same QPs and are delivered to the engine
  * after the progress call, so that handlers may send.
+ *
+ * A connection whose QP has gone to error ends the tasks held here for it
+ * (RECVs from that peer, rendezvous SENDs waiting for its RTR) at once.
  *
  * Flow control is by credits (verbs_qp.c has the scheme and why it cannot
  * deadlock): every SEND above and the rendezvous write take one, so that a
