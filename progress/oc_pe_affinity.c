@@ -80,9 +80,9 @@ static void set_str(const cpu_set_t *set, char *buf, size_t size)
     }
 }
 
-/* auto: the application thread would otherwise be as likely to run on the
- * thread's CPU as on its own, and the scheduler moves a running thread away
- * only after milliseconds of failed balancing, so each woken list would wait
+/* auto: otherwise the application thread may run on the thread's CPU while
+ * its own sits idle, and the scheduler moves a running thread only after its
+ * balancing has failed several times; meanwhile each woken list would wait
  * for the computation's time slice. */
 static void move_caller(const cpu_set_t *own, int cpu, oc_pe_caller_t *caller, char *info,
                         size_t size)
