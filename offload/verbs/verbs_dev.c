@@ -44,6 +44,7 @@ static oc_status_t open_first_active(vb_dev_t *d, char *reason, size_t size)
     struct ibv_device **list;
     struct ibv_port_attr pa;
     int n = 0, i, port = 0;
+    size_t fit;
 
     errno = 0;
     list = ibv_get_device_list(&n);
@@ -84,8 +85,8 @@ static oc_status_t open_first_active(vb_dev_t *d, char *reason, size_t size)
         d->ctx = NULL;
         return OC_ERR_UNAVAILABLE;
     }
-    d->eager_max = d->max_msg - sizeof(vb_hdr_t) < VB_EAGER_MAX ? d->max_msg - sizeof(vb_hdr_t)
-                                                                 : VB_EAGER_MAX;
+    fit = d->max_msg - sizeof(vb_hdr_t); /* payload of one SEND with its header */
+    d->eager_max = fit < VB_EAGER_MAX ? fit : VB_EAGER_MAX;
     return OC_OK;
 }
 

@@ -358,6 +358,10 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
 
 /* ---- tasks held in software: cancellation, a failed connection ------------- */
 
+/* Whether a held task, of slot and coming or going through ep, is one that
+ * end_held() ends; key says which (a list, a QP). */
+typedef int (*vb_pick_fn)(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *key);
+
 /* The QP a RECV task's message comes through. */
 static const oc_nic_ep_t *recv_ep(const vb_recv_t *r)
 {
@@ -365,12 +369,12 @@ static const oc_nic_ep_t *recv_ep(const vb_recv_t *r)
 }
 
 /* Unlinks from *pr the RECV tasks that pick() onto *done. */
-static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done,
-                       int (*pick)(const vb_recv_t *r, const void *key), const void *key)
+static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done, vb_pick_fn pick,
+                       const void *key)
 {
     vb_recv_t *r;
     while ((r = *pr) != NULL)
-        if (pick(r, key)) {
+        if (pick(r->slot, recv_ep(r), key)) {
             *pr = r->next;
             r->next = *done;
             *done = r;
@@ -381,12 +385,10 @@ static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done,
         *tail = pr;
 }
 
-/* Ends with status the RECV tasks and waiting rendezvous SENDs that pick()
- * (a SEND through its slot and QP): unlinked first, finished after, since
- * finishing may start a list's trigger, which may post more. */
-static unsigned end_held(vb_nic_t *nic, int (*pick)(const vb_recv_t *r, const void *key),
-                         int (*pick_send)(const vb_rndv_send_t *rs, const void *key),
-                         const void *key, oc_status_t status)
+/* Ends with status the RECV tasks and waiting rendezvous SENDs that pick():
+ * unlinked first, finished after, since finishing may start a list's
+ * trigger, which may post more. */
+static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_status_t status)
 {
     vb_proto_t *p = &nic->proto;
     vb_recv_t *r, *done = NULL;
@@ -396,7 +398,7 @@ static unsigned end_held(vb_nic_t *nic, int (*pick)(const vb_recv_t *r, const vo
     take_recvs(&p->expected, &p->expected_tail, &done, pick, key);
     take_recvs(&p->writing, NULL, &done, pick, key);
     for (ps = &p->rts; (rs = *ps) != NULL;)
-        if (pick_send(rs, key)) {
+        if (pick(rs->slot, rs->ep, key)) {
             *ps = rs->next;
             rs->next = sends;
             sends = rs;
@@ -417,29 +419,21 @@ static unsigned end_held(vb_nic_t *nic, int (*pick)(const vb_recv_t *r, const vo
     return n;
 }
 
-static int recv_of_list(const vb_recv_t *r, const void *list)
+static int of_list(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *list)
 {
-    return r->slot->list == list;
-}
-
-static int send_of_list(const vb_rndv_send_t *rs, const void *list)
-{
-    return rs->slot->list == list;
+    (void)ep;
+    return slot->list == list;
 }
 
 void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
 {
-    end_held(nic, recv_of_list, send_of_list, list, status);
+    end_held(nic, of_list, list, status);
 }
 
-static int recv_through(const vb_recv_t *r, const void *ep)
+static int through(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *qp)
 {
-    return recv_ep(r) == ep;
-}
-
-static int send_through(const vb_rndv_send_t *rs, const void *ep)
-{
-    return rs->ep == ep;
+    (void)slot;
+    return ep == qp;
 }
 
 /* A QP in error completes nothing more: what waits on a message or an RTR
@@ -449,7 +443,7 @@ void vb_proto_peer_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why)
 {
     oc_status_t st = oc_error(OC_ERR_BACKEND, "verbs: the connection to QP 0x%x failed (%s)",
                               ep->peer_qpn, why);
-    unsigned n = end_held(nic, recv_through, send_through, ep, st);
+    unsigned n = end_held(nic, through, ep, st);
     oc_notice(1, "verbs: the connection to QP 0x%x failed (%s); %u transfer(s) waiting on it "
               "end with an error", ep->peer_qpn, why, n);
 }
