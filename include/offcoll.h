@@ -192,9 +192,9 @@ int oc_team_size(const oc_team_t *team);
 /* ---- Collectives ------------------------------------------------------------ */
 
 /** sbuf of an in-place all-to-all (as MPI_IN_PLACE): the blocks to send are
- *  taken from rbuf, which the received blocks then replace. Each start copies rbuf aside first, as the schedule's first list
- *  (the progress engine's work, like the transfers); the request holds that
- *  copy until it is freed. */
+ *  taken from rbuf, which the received blocks then replace. Each start copies
+ *  rbuf aside first, as the schedule's first list (the progress engine's work,
+ *  like the transfers); the request holds that copy until it is freed. */
 #define OC_IN_PLACE ((const void *)-1)
 
 /** Starts an all-to-all of equal blocks: block i of sbuf (block_bytes each)
@@ -285,8 +285,9 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
  *  every member has done so, then releases the window and its memory. */
 oc_status_t oc_win_free(oc_win_t *win);
 
-/** Size of target's window in bytes; -1 cast to size_t for a bad argument. */
-size_t oc_win_size(const oc_win_t *win, int target);
+/** Stores in *size the size of target's window in bytes (as given to
+ *  oc_win_create on that rank). Local; any thread. */
+oc_status_t oc_win_size(const oc_win_t *win, int target, size_t *size);
 
 /** Sets *ptr to this process's address of target's window memory where it
  *  can load and store it directly (a peer on this host over shared memory;

@@ -325,11 +325,16 @@ static oc_status_t check_target(const char *fn, const oc_win_t *win, int target)
     return OC_OK;
 }
 
-size_t oc_win_size(const oc_win_t *win, int target)
+oc_status_t oc_win_size(const oc_win_t *win, int target, size_t *size)
 {
-    if (win == NULL || target < 0 || target >= win->team->size)
-        return (size_t)-1;
-    return win->peers[target].size;
+    oc_status_t st;
+    if (size == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_win_size: size is NULL");
+    *size = 0;
+    if ((st = check_target("oc_win_size", win, target)) != OC_OK)
+        return st;
+    *size = win->peers[target].size;
+    return OC_OK;
 }
 
 oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr)

@@ -67,6 +67,16 @@ static void check_bytes(const unsigned char *got, const unsigned char *want, siz
 }
 
 /* Sizes differ per rank, and are not multiples of anything in particular. */
+/* oc_win_size as a value for the checks: (size_t)-1 where the call fails. */
+static size_t win_size(const oc_win_t *win, int target)
+{
+    size_t size;
+    oc_status_t st = oc_win_size(win, target, &size);
+    CHECK(st == OC_OK, "oc_win_size(win, %d) -> %s (%s)", target, oc_status_string(st),
+          oc_last_error());
+    return st == OC_OK ? size : (size_t)-1;
+}
+
 static size_t win_bytes(int r)
 {
     return 4096 + 520 * (size_t)r + 3 * (size_t)r;
@@ -93,14 +103,12 @@ static void sizes_and_data(oc_team_t *team)
         ;
     CHECK(i == mysize, "[%s] window memory is not zero-filled (byte %zu)", mode_name, i);
     for (r = 0; r < nprocs; r++)
-        CHECK(oc_win_size(win, r) == win_bytes(r), "[%s] oc_win_size(win, %d) = %zu, expected %zu",
-              mode_name, r, oc_win_size(win, r), win_bytes(r));
-    CHECK(oc_win_size(win, -1) == (size_t)-1, "[%s] oc_win_size(win, -1) = %zu", mode_name,
-          oc_win_size(win, -1));
-    CHECK(oc_win_size(win, nprocs) == (size_t)-1, "[%s] oc_win_size(win, nprocs) = %zu", mode_name,
-          oc_win_size(win, nprocs));
-    CHECK(oc_win_size(NULL, 0) == (size_t)-1, "[%s] oc_win_size(NULL, 0) = %zu", mode_name,
-          oc_win_size(NULL, 0));
+        CHECK((sz = win_size(win, r)) == win_bytes(r),
+              "[%s] oc_win_size(win, %d) = %zu, expected %zu", mode_name, r, sz, win_bytes(r));
+    CHECK_ERR(oc_win_size(win, -1, &sz), OC_ERR_INVALID_ARG, "target=-1");
+    CHECK_ERR(oc_win_size(win, nprocs, &sz), OC_ERR_INVALID_ARG, "is not a rank");
+    CHECK_ERR(oc_win_size(NULL, 0, &sz), OC_ERR_INVALID_ARG, "win is NULL");
+    CHECK_ERR(oc_win_size(win, 0, NULL), OC_ERR_INVALID_ARG, "size is NULL");
 
     MPI_Barrier(MPI_COMM_WORLD); /* zero-fill checked everywhere before the puts */
 
@@ -266,7 +274,7 @@ static void exact_counts(oc_team_t *team)
 {
     const int target = nprocs - 1;
     int norigins = nprocs > 1 ? nprocs - 1 : 1, k, c, o;
-    size_t off[NPUTS + 1], per_origin, mysize;
+    size_t off[NPUTS + 1], per_origin, mysize, sz;
     uint32_t expect[3] = {0, 0, 0};
     unsigned char *base = NULL, *src = NULL, *want;
     oc_win_t *win = NULL;
@@ -280,11 +288,10 @@ static void exact_counts(oc_team_t *team)
     CHECK_OC(oc_win_create(team, mysize, 3, (void **)&base, &win));
     if (win == NULL)
         return;
-    CHECK(oc_win_size(win, target) == per_origin * (size_t)norigins,
-          "[%s] target's window size %zu", mode_name, oc_win_size(win, target));
+    CHECK((sz = win_size(win, target)) == per_origin * (size_t)norigins,
+          "[%s] target's window size %zu", mode_name, sz);
     if (nprocs > 1)
-        CHECK(oc_win_size(win, 0) == 0, "[%s] an empty window has size %zu", mode_name,
-              oc_win_size(win, 0));
+        CHECK((sz = win_size(win, 0)) == 0, "[%s] an empty window has size %zu", mode_name, sz);
     for (k = 0; k < NPUTS; k++)
         expect[k % 3] += (uint32_t)norigins;
 
@@ -453,6 +460,7 @@ static void errors(oc_team_t *team)
 {
     const int t = (rank + 1) % nprocs;
     const size_t tsz = win_bytes(t), mysize = win_bytes(rank);
+    size_t sz;
     unsigned char src[64], *base = NULL, *zbase = NULL, *mbase = NULL;
     unsigned char *want;
     oc_win_t *win = NULL, *zwin = NULL, *mwin = NULL, *nwin = NULL;
@@ -519,8 +527,8 @@ static void errors(oc_team_t *team)
     CHECK_ERR(oc_put_notify(win, t, SIZE_MAX, src, 1, 1), OC_ERR_OUT_OF_BOUNDS, "offset");
     CHECK_ERR(oc_put(zwin, t, 0, src, 1), OC_ERR_OUT_OF_BOUNDS, "offset");
     CHECK_ERR(oc_put(mwin, t, 1, src, 8), OC_ERR_OUT_OF_BOUNDS, "offset");
-    CHECK(oc_win_size(zwin, t) == 0, "[%s] empty window of rank %d: size %zu", mode_name, t,
-          oc_win_size(zwin, t));
+    CHECK((sz = win_size(zwin, t)) == 0, "[%s] empty window of rank %d: size %zu", mode_name, t,
+          sz);
     CHECK_OC(oc_put(zwin, t, 0, src, 0)); /* the empty range of an empty window */
     /* the last counter of a window with the most counters works */
     CHECK_OC(oc_put_notify(mwin, t, 0, src, 8, OC_WIN_MAX_COUNTERS - 1));

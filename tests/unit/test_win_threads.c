@@ -115,8 +115,9 @@ static void *rank_main(void *arg)
     if (!ut_open(me, &cfg, &ctx, &team))
         goto out;
     if (CHECK_OC(oc_win_create(team, (size_t)c->n * CHUNKS * CHUNK, 2, (void **)&base, &win))) {
-        CHECK(oc_win_size(win, c->n - 1) == (size_t)c->n * CHUNKS * CHUNK, "window size %zu",
-              oc_win_size(win, c->n - 1));
+        size_t size = 0;
+        CHECK_OC(oc_win_size(win, c->n - 1, &size));
+        CHECK(size == (size_t)c->n * CHUNKS * CHUNK, "window size %zu", size);
         for (round = 0; round < ROUNDS && me->err[0] == '\0'; round++)
             puts_round(me, win, base, src, round);
         CHECK_OC(oc_win_free(win));
