@@ -601,9 +601,9 @@ static void oc_setup(impl_t *im, bench_t *b, int nf)
      * blame the data for a difference of neighbours. */
     for (d = 0; d < 3; d++)
         for (s = 0; s < 2; s++) {
-            int off[3] = {0, 0, 0}, mpi = b->nbr[d][s], oc;
+            int off[3] = {0, 0, 0}, mpi = b->nbr[d][s], oc = -1;
             off[d] = s == 0 ? -1 : 1;
-            oc = oc_halo_neighbor(im->halo, off[0], off[1], off[2]);
+            oc_check(oc_halo_neighbor(im->halo, off[0], off[1], off[2], &oc), "oc_halo_neighbor");
             if (oc != (mpi == MPI_PROC_NULL ? -1 : mpi))
                 die("oc_halo_neighbor(%d, %d, %d) = %d, but MPI_Cart_shift says %d", off[0],
                     off[1], off[2], oc, mpi == MPI_PROC_NULL ? -1 : mpi);

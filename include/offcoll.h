@@ -391,9 +391,9 @@ oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
 /** As oc_halo_wait without blocking: OC_OK when done, OC_INPROGRESS if not. */
 oc_status_t oc_halo_test(oc_halo_t *halo, int field);
 
-/** Team rank of the neighbour at offset (dx, dy, dz), each -1, 0 or 1, or -1
- *  where there is none (a non-periodic edge). */
-int oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz);
+/** Stores in *rank the team rank of the neighbour at offset (dx, dy, dz),
+ *  each -1, 0 or 1, or -1 where there is none (a non-periodic edge). Local. */
+oc_status_t oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz, int *rank);
 
 /** Collective: waits for fields in flight, then releases the plan. */
 oc_status_t oc_halo_free(oc_halo_t *halo);

@@ -418,11 +418,18 @@ oc_status_t oc_halo_test(oc_halo_t *h, int field)
     return complete("oc_halo_test", h, field, 0);
 }
 
-int oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz)
+oc_status_t oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz, int *rank)
 {
-    if (h == NULL || dx < -1 || dx > 1 || dy < -1 || dy > 1 || dz < -1 || dz > 1)
-        return -1;
-    return oc_halo_rank_at(&h->g, h->team->rank, dx, dy, dz);
+    if (rank == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_neighbor: rank is NULL");
+    *rank = -1;
+    if (h == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_neighbor: halo is NULL");
+    if (dx < -1 || dx > 1 || dy < -1 || dy > 1 || dz < -1 || dz > 1)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_neighbor: offset (%d, %d, %d) has a "
+                        "component outside -1..1", dx, dy, dz);
+    *rank = oc_halo_rank_at(&h->g, h->team->rank, dx, dy, dz);
+    return OC_OK;
 }
 
 /* Names the neighbours whose faces of the timed-out exchange never came: each

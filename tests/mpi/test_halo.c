@@ -331,7 +331,8 @@ static int run_case(oc_team_t *team, const hcase_t *hc, oc_context_t *ctx, uint6
             for (dz = -1; dz <= 1; dz++) {
                 int off[3] = {dx, dy, dz}, oc[3];
                 int want = neighbour(hc, s.c, off, oc) ? rank_of(hc->dims, oc) : -1;
-                int got = oc_halo_neighbor(halo, dx, dy, dz);
+                int got = -2;
+                CHECK_OC(oc_halo_neighbor(halo, dx, dy, dz, &got));
                 CHECK(got == want, "[%s] oc_halo_neighbor(%d,%d,%d) = %d, expected %d", name, dx,
                       dy, dz, got, want);
             }
@@ -480,7 +481,7 @@ static void bad_arguments(oc_team_t *team)
     oc_halo_t *halo = NULL;
     hcase_t hc;
     hstate_t s;
-    int i, d;
+    int i, d, nbr = 0;
 
     memset(&p, 0, sizeof(p));
     memcpy(p.dims, dims, sizeof(p.dims));
@@ -558,9 +559,11 @@ static void bad_arguments(oc_team_t *team)
     CHECK_ERR(oc_halo_wait(NULL, 0), OC_ERR_INVALID_ARG, "halo is NULL");
     CHECK_ERR(oc_halo_test(NULL, 0), OC_ERR_INVALID_ARG, "halo is NULL");
     CHECK_ERR(oc_halo_free(NULL), OC_ERR_INVALID_ARG, "halo is NULL");
-    CHECK(oc_halo_neighbor(NULL, 1, 0, 0) == -1, "oc_halo_neighbor(NULL) is not -1");
-    CHECK(oc_halo_neighbor(halo, 2, 0, 0) == -1, "oc_halo_neighbor(dx=2) is not -1");
-    CHECK(oc_halo_neighbor(halo, 0, 0, -2) == -1, "oc_halo_neighbor(dz=-2) is not -1");
+    CHECK_ERR(oc_halo_neighbor(NULL, 1, 0, 0, &nbr), OC_ERR_INVALID_ARG, "halo is NULL");
+    CHECK_ERR(oc_halo_neighbor(halo, 2, 0, 0, &nbr), OC_ERR_INVALID_ARG, "(2, 0, 0)");
+    CHECK(nbr == -1, "oc_halo_neighbor(dx=2) stored %d, not -1", nbr);
+    CHECK_ERR(oc_halo_neighbor(halo, 0, 0, -2, &nbr), OC_ERR_INVALID_ARG, "(0, 0, -2)");
+    CHECK_ERR(oc_halo_neighbor(halo, 0, 0, 0, NULL), OC_ERR_INVALID_ARG, "rank is NULL");
     CHECK_OC(oc_halo_wait(halo, 0)); /* not in flight: at once */
     CHECK_OC(oc_halo_test(halo, 1));
 

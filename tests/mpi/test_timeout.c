@@ -97,7 +97,9 @@ static void halo_skip_case(oc_progress_mode_t mode)
     CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
     CHECK_OC(oc_halo_create(team, &p, &f, 1, &halo));
     if (rank != skipper) {
-        int left = oc_halo_neighbor(halo, -1, 0, 0), right = oc_halo_neighbor(halo, 1, 0, 0);
+        int left = -1, right = -1;
+        CHECK_OC(oc_halo_neighbor(halo, -1, 0, 0, &left));
+        CHECK_OC(oc_halo_neighbor(halo, 1, 0, 0, &right));
         CHECK_OC(oc_halo_start(halo, 0));
         st = oc_halo_wait(halo, 0);
         if (left == skipper || right == skipper) {
