@@ -553,14 +553,27 @@ static void *ucx_rkey_ptr(oc_nic_t *base, oc_nic_rkey_t *rkey, uint64_t raddr)
     return ucp_rkey_ptr((ucp_rkey_h)rkey, raddr, &p) == UCS_OK ? p : NULL;
 }
 
+/* Waits for a close request until the deadline, then cancels it. */
+static void finish_close(nic_ucx_t *nic, void *req, double deadline)
+{
+    if (!UCS_PTR_IS_PTR(req))
+        return;
+    while (ucp_request_check_status(req) == UCS_INPROGRESS && oc_time_now() < deadline)
+        ucp_worker_progress(nic->worker);
+    if (ucp_request_check_status(req) == UCS_INPROGRESS)
+        ucp_request_cancel(nic->worker, req);
+    ucp_request_free(req);
+}
+
 /* Closes every endpoint: flush first, so that peers get what was sent; after a
- * grace period (a peer that is gone never acknowledges) force the rest. */
+ * grace period (a peer that is gone never acknowledges) force the rest. The
+ * closes run side by side; without memory for their list, one after another. */
 static void close_eps(nic_ucx_t *nic)
 {
     struct oc_nic_ep *ep;
     size_t n = 0, i;
     void **reqs;
-    double deadline;
+    double deadline = oc_time_now() + 2.0;
     ucp_request_param_t param;
 
     for (ep = nic->eps; ep != NULL; ep = ep->next)
@@ -571,19 +584,13 @@ static void close_eps(nic_ucx_t *nic)
     param.flags = 0;
     for (ep = nic->eps, i = 0; ep != NULL; ep = ep->next, i++) {
         void *r = ucp_ep_close_nbx(ep->ep, &param);
-        reqs[i] = UCS_PTR_IS_PTR(r) ? r : NULL;
+        if (reqs != NULL)
+            reqs[i] = r;
+        else
+            finish_close(nic, r, deadline);
     }
-    deadline = oc_time_now() + 2.0;
-    for (i = 0; i < n; i++) {
-        while (reqs[i] != NULL && ucp_request_check_status(reqs[i]) == UCS_INPROGRESS &&
-               oc_time_now() < deadline)
-            ucp_worker_progress(nic->worker);
-        if (reqs[i] != NULL) {
-            if (ucp_request_check_status(reqs[i]) == UCS_INPROGRESS)
-                ucp_request_cancel(nic->worker, reqs[i]);
-            ucp_request_free(reqs[i]);
-        }
-    }
+    for (i = 0; reqs != NULL && i < n; i++)
+        finish_close(nic, reqs[i], deadline);
     free(reqs);
     while ((ep = nic->eps) != NULL) {
         nic->eps = ep->next;
