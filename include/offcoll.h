@@ -3,8 +3,11 @@
  * critical path.
  *
  * Conventions of this header:
- *  - Every call returns an oc_status_t. On failure, oc_last_error() gives a
- *    detail line for the calling thread that names the offending argument.
+ *  - Every call that can fail returns an oc_status_t. On failure,
+ *    oc_last_error() gives a detail line for the calling thread that names
+ *    the offending argument. The few that cannot (names, descriptions, a
+ *    team's rank and size, a request's algorithm) return the value itself,
+ *    with a stated value for a NULL object.
  *  - Objects are created by the library and released by the matching
  *    free/finalize call; buffers passed in stay owned by the caller and must
  *    stay valid (and untouched, for receive buffers) while a request that uses
@@ -114,7 +117,8 @@ oc_status_t oc_config_init(oc_config_t *cfg);
  *  (truncated to size). Returns OC_ERR_INVALID_ARG for NULL arguments. */
 oc_status_t oc_config_print(const oc_config_t *cfg, char *buf, size_t size);
 
-/** Names of the enum values, as used in the environment ("ringk"...). */
+/** Names of the enum values, as used in the environment ("ringk"...);
+ *  "invalid" for a value outside the enum. */
 const char *oc_alg_name(oc_alg_t alg);
 
 /** Creates a context: backend, progress engine (thread started in thread mode),
@@ -145,12 +149,13 @@ oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
 
 /** Short description of the backend in use and why ("ucx 1.13.1 (verbs: no
  *  RDMA device (ENOSYS: ...))", or "verbs: mlx5_0 port 1 (InfiniBand, LID 7),
- *  trigger: thread (...)"). Owned by the context. */
+ *  trigger: thread (...)"). Owned by the context; "" for a NULL one. */
 const char *oc_context_backend_info(const oc_context_t *ctx);
 
 /** Where the progress engine runs ("thread, on CPU 3 (OC_PROGRESS_CPUS=auto;
  *  process CPUs 2-3)", "thread, on the process's only CPU 0 ...", "inline:
- *  ..."): overlap needs a CPU for the thread. Owned by the context. */
+ *  ..."): overlap needs a CPU for the thread. Owned by the context; "" for a
+ *  NULL one. */
 const char *oc_context_progress_info(const oc_context_t *ctx);
 
 /* ---- Teams ---------------------------------------------------------------- */
@@ -248,7 +253,8 @@ oc_status_t oc_wait(oc_request_t *req);
 /** Releases a request that is not active (OC_ERR_BUSY otherwise). */
 oc_status_t oc_request_free(oc_request_t *req);
 
-/** The algorithm a request runs (after auto selection). */
+/** The algorithm a request runs (after auto selection); OC_ALG_AUTO for a
+ *  NULL request. */
 oc_alg_t oc_request_alg(const oc_request_t *req);
 
 /* ---- One-sided windows and notified puts ----------------------------------------
