@@ -149,7 +149,8 @@ oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
 
 /** Short description of the backend in use and why ("ucx 1.13.1 (verbs: no
  *  RDMA device (ENOSYS: ...))", or "verbs: mlx5_0 port 1 (InfiniBand, LID 7),
- *  trigger: thread (...)"). Owned by the context; "" for a NULL one. */
+ *  trigger: thread (...), registration cache: on, up to 256 peers"). Owned
+ *  by the context; "" for a NULL one. */
 const char *oc_context_backend_info(const oc_context_t *ctx);
 
 /** Where the progress engine runs ("thread, on CPU 3 (OC_PROGRESS_CPUS=auto;

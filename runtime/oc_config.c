@@ -1,4 +1,5 @@
 /* Configuration: defaults, OC_* environment variables, printing. */
+#include "oc_env.h"
 #include "oc_error.h"
 #include "oc_pe.h"
 #include "oc_runtime.h"
@@ -39,24 +40,6 @@ static oc_status_t parse_enum(const char *var, const char *const *names, int cou
     for (i = 0; i < count; i++)
         oc_error_append("%s %s", i ? "," : "", names[i]);
     return OC_ERR_INVALID_ARG;
-}
-
-static oc_status_t parse_uint(const char *var, unsigned long long min, unsigned long long max,
-                              unsigned long long *out)
-{
-    const char *v = getenv(var);
-    char *end;
-    unsigned long long x;
-    if (v == NULL || *v == '\0')
-        return OC_OK;
-    errno = 0;
-    x = strtoull(v, &end, 10);
-    /* strtoull skips blanks and accepts a sign: insist on digits only. */
-    if (v[0] < '0' || v[0] > '9' || errno != 0 || *end != '\0' || x < min || x > max)
-        return oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected an integer from %llu to %llu", var,
-                        v, min, max);
-    *out = x;
-    return OC_OK;
 }
 
 static oc_status_t parse_double(const char *var, double *out)
@@ -131,7 +114,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     c.field = (type)e;
 #define UINT(var, min, max, field)                                               \
     u = c.field;                                                                 \
-    if ((st = parse_uint(var, min, max, &u)) != OC_OK)                           \
+    if ((st = oc_env_uint(var, min, max, &u)) != OC_OK)                           \
         return st;                                                               \
     c.field = u;
 

@@ -486,6 +486,8 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
                                 size_t size)
 {
     vb_nic_t *nic = calloc(1, sizeof(*nic));
+    unsigned max_peers;
+    int given;
     oc_status_t st;
 
     if (nic == NULL) {
@@ -496,12 +498,14 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
     nic->verbose = params->verbose;
     vb_proto_init(&nic->proto);
     st = vb_trigger_parse(&nic->trig.mode);
+    if (st == OC_OK)
+        st = vb_dev_parse_max_peers(&max_peers, &given);
     if (st != OC_OK) {
         snprintf(info, size, "%s", oc_last_error());
         free(nic);
         return st;
     }
-    st = vb_dev_open(&nic->dev, info, size);
+    st = vb_dev_open(&nic->dev, max_peers, given, info, size);
     if (st != OC_OK) {
         free(nic);
         return oc_error(st, "%s", info);
@@ -517,10 +521,10 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
         vb_destroy(&nic->base);
         return st;
     }
-    snprintf(info, size, "%s port %u (%s, LID %u), trigger: %s, registration cache: %s",
-             nic->dev.name, nic->dev.addr.port, nic->dev.addr.ethernet ? "RoCE" : "InfiniBand",
-             nic->dev.addr.lid, nic->trig.why,
-             nic->mrs.hooked ? "on" : "off (no UCX memory events)");
+    snprintf(info, size, "%s port %u (%s, LID %u), trigger: %s, registration cache: %s, "
+             "up to %u peers", nic->dev.name, nic->dev.addr.port,
+             nic->dev.addr.ethernet ? "RoCE" : "InfiniBand", nic->dev.addr.lid, nic->trig.why,
+             nic->mrs.hooked ? "on" : "off (no UCX memory events)", nic->dev.max_peers);
     *out = &nic->base;
     return OC_OK;
 }

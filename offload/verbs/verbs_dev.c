@@ -4,6 +4,7 @@
  * fd). InfiniBand ports are addressed by LID, RoCE ports by GID.
  */
 #include "verbs_internal.h"
+#include "oc_env.h"
 #include "oc_error.h"
 
 #include <errno.h>
@@ -107,7 +108,43 @@ static void fork_init(void)
     fork_init_rc = ibv_fork_init();
 }
 
-oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
+oc_status_t vb_dev_parse_max_peers(unsigned *max_peers, int *given)
+{
+    unsigned long long v = 0;
+    oc_status_t st = oc_env_uint("OC_VERBS_MAX_PEERS", 1, VB_MAX_PEERS_CAP, &v);
+    *given = v != 0;
+    *max_peers = v != 0 ? (unsigned)v : VB_MAX_PEERS;
+    return st;
+}
+
+/* Every data QP may fill its share of the data CQs: the send CQ takes
+ * max_peers x VB_SQ_DEPTH entries. Where the device's CQs are smaller, a
+ * default is lowered to what fits; a number the user gave is refused. */
+static oc_status_t fit_max_peers(vb_dev_t *d, unsigned max_peers, int given, char *reason,
+                                 size_t size)
+{
+    struct ibv_device_attr da;
+    unsigned fit;
+
+    if (ibv_query_device(d->ctx, &da) != 0)
+        return fail(d, "ibv_query_device", reason, size);
+    fit = da.max_cqe > 0 ? (unsigned)da.max_cqe / VB_SQ_DEPTH : 0;
+    if (max_peers <= fit) {
+        d->max_peers = max_peers;
+        return OC_OK;
+    }
+    if (!given && fit > 0) {
+        d->max_peers = fit;
+        return OC_OK;
+    }
+    snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u needs completion queues of %u entries; %s "
+             "allows %d (max_cqe), that is at most %u peers", max_peers,
+             max_peers * VB_SQ_DEPTH, d->name, da.max_cqe, fit);
+    vb_dev_close(d);
+    return OC_ERR_UNAVAILABLE;
+}
+
+oc_status_t vb_dev_open(vb_dev_t *d, unsigned max_peers, int given, char *reason, size_t size)
 {
     union ibv_gid gid;
     oc_status_t st;
@@ -122,6 +159,8 @@ oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
     pthread_once(&fork_once, fork_init);
     d->fork_init = fork_init_rc;
     st = open_first_active(d, reason, size);
+    if (st == OC_OK)
+        st = fit_max_peers(d, max_peers, given, reason, size);
     if (st != OC_OK)
         return st;
     /* GID index 0: the port GID on InfiniBand, the link-local one on RoCE. */
@@ -139,8 +178,9 @@ oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size)
     flags = fcntl(d->channel->fd, F_GETFL);
     if (flags < 0 || fcntl(d->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0)
         return fail(d, "fcntl(O_NONBLOCK) of the completion channel", reason, size);
-    d->scq = ibv_create_cq(d->ctx, VB_MAX_PEERS * VB_SQ_DEPTH, NULL, d->channel, 0);
-    d->rcq = d->scq ? ibv_create_cq(d->ctx, VB_MAX_PEERS * VB_RQ_DEPTH, NULL, d->channel, 0)
+    d->scq = ibv_create_cq(d->ctx, (int)(d->max_peers * VB_SQ_DEPTH), NULL, d->channel, 0);
+    d->rcq = d->scq ? ibv_create_cq(d->ctx, (int)(d->max_peers * VB_RQ_DEPTH), NULL, d->channel,
+                                    0)
                     : NULL;
     d->tcq = d->rcq ? ibv_create_cq(d->ctx, 2 * VB_TRIG_DEPTH, NULL, d->channel, 0) : NULL;
     if (d->tcq == NULL)

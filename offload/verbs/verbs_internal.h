@@ -21,7 +21,8 @@
 
 #define VB_SQ_DEPTH   128   /* send WRs in flight per QP; more wait in software */
 #define VB_RQ_DEPTH   64    /* receive buffers pre-posted per QP */
-#define VB_MAX_PEERS  256   /* QPs per instance, bounded by the CQ sizes */
+#define VB_MAX_PEERS  256   /* default of OC_VERBS_MAX_PEERS: data QPs per instance */
+#define VB_MAX_PEERS_CAP (1u << 16) /* its largest value */
 #define VB_BUF_SIZE   2048  /* a bounce buffer: header and eager payload */
 #define VB_TRIG_DEPTH 512   /* trigger QP: WAITs and writes in flight */
 #define VB_MAX_MSG    (1ul << 30) /* at most this per WR, whatever the port allows */
@@ -193,12 +194,18 @@ typedef struct {
     size_t max_msg;                  /* bytes per WR: the port's max_msg_sz, at most VB_MAX_MSG */
     size_t eager_max;                /* payload of an EAGER or CTRL: VB_EAGER_MAX, less where
                                         max_msg does not take header and all in one SEND */
+    unsigned max_peers;              /* data QPs the CQs are sized for (OC_VERBS_MAX_PEERS) */
     int fork_init;                   /* what ibv_fork_init returned (0, or an errno value) */
     char name[64];
 } vb_dev_t;
 
-/* Opens the first device with an active port; why not in reason. */
-oc_status_t vb_dev_open(vb_dev_t *d, char *reason, size_t size);
+/* OC_VERBS_MAX_PEERS into *max_peers (VB_MAX_PEERS where unset; *given
+ * says whether it was set); OC_ERR_INVALID_ARG naming it when malformed. */
+oc_status_t vb_dev_parse_max_peers(unsigned *max_peers, int *given);
+/* Opens the first device with an active port, its CQs sized for max_peers
+ * (fewer where the device's CQs cannot hold that many and max_peers was not
+ * given); why not in reason. */
+oc_status_t vb_dev_open(vb_dev_t *d, unsigned max_peers, int given, char *reason, size_t size);
 void vb_dev_close(vb_dev_t *d);
 /* Takes the channel's pending events (non-blocking); acknowledges in batches. */
 unsigned vb_dev_take_events(vb_dev_t *d);

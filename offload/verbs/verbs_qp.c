@@ -428,10 +428,12 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
     oc_nic_ep_t *ep;
     oc_status_t st;
 
-    if (!loopback && nic->neps >= VB_MAX_PEERS + 1)
-        return oc_error(OC_ERR_UNAVAILABLE, "verbs: more than %d peer processes (the CQs are "
-                        "sized for VB_MAX_PEERS, and each peer has its own receive buffers): "
-                        "set OC_BACKEND=ucx for larger jobs", VB_MAX_PEERS);
+    /* neps counts the trigger QP too */
+    if (!loopback && nic->neps >= nic->dev.max_peers + 1)
+        return oc_error(OC_ERR_UNAVAILABLE, "verbs: more than %u peer processes, the most its "
+                        "completion queues are sized for (OC_VERBS_MAX_PEERS; each peer also "
+                        "takes %u KB of receive buffers): raise it, or set OC_BACKEND=ucx",
+                        nic->dev.max_peers, VB_RQ_DEPTH * VB_BUF_SIZE / 1024);
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: endpoint");

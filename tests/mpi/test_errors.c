@@ -177,6 +177,62 @@ static void member_without_context(oc_context_t *ctx)
     CHECK(team == NULL, "a failed creation left a team");
 }
 
+/* On the verbs backend, OC_VERBS_MAX_PEERS bounds the peers of a context:
+ * one peer fewer than the team needs fails the creation on every rank with
+ * the variable named; exactly as many works. Other backends: nothing to do. */
+static void verbs_peer_limit(void)
+{
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    char limit[16], want[64];
+    int verbs;
+
+    ctx = check_open(OC_PROGRESS_THREAD, 60, NULL);
+    verbs = ctx != NULL && strncmp(oc_context_backend_info(ctx), "verbs: ", 7) == 0;
+    CHECK_OC(oc_finalize(ctx));
+    if (!verbs || nprocs < 2)
+        return;
+    if (nprocs > 2) {
+        snprintf(limit, sizeof(limit), "%d", nprocs - 2);
+        setenv("OC_VERBS_MAX_PEERS", limit, 1);
+        ctx = check_open(OC_PROGRESS_THREAD, 60, NULL);
+        snprintf(want, sizeof(want), "up to %d peers", nprocs - 2);
+        CHECK(ctx != NULL && strstr(oc_context_backend_info(ctx), want) != NULL,
+              "backend info \"%s\" lacks \"%s\"", ctx ? oc_context_backend_info(ctx) : "",
+              want);
+        CHECK_ERR(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team), OC_ERR_UNAVAILABLE,
+                  "OC_VERBS_MAX_PEERS");
+        CHECK(team == NULL, "a failed creation left a team");
+        CHECK_OC(oc_finalize(ctx));
+    }
+    snprintf(limit, sizeof(limit), "%d", nprocs - 1);
+    setenv("OC_VERBS_MAX_PEERS", limit, 1);
+    ctx = check_open(OC_PROGRESS_THREAD, 60, &team);
+    if (team != NULL) { /* an alltoall of 4 KB blocks talks to every peer */
+        const size_t block = 4096, n = (size_t)nprocs;
+        unsigned char *s = malloc(n * block), *r = calloc(n, block);
+        oc_request_t *req = NULL;
+        size_t i;
+        int p, bad = 0;
+        check_fill(s, rank, nprocs, block, 5);
+        CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+        CHECK_OC(oc_wait(req));
+        CHECK_OC(oc_request_free(req));
+        for (p = 0; p < nprocs; p++)
+            for (i = 0; i < block; i++)
+                bad += r[(size_t)p * block + i] != check_pattern(p, rank, i, 5);
+        CHECK(bad == 0, "OC_VERBS_MAX_PEERS=%d: %d bytes differ", nprocs - 1, bad);
+        free(s);
+        free(r);
+        CHECK_OC(oc_team_free(team));
+    }
+    CHECK_OC(oc_finalize(ctx));
+    unsetenv("OC_VERBS_MAX_PEERS");
+    if (rank == 0)
+        printf("test_errors: verbs: OC_VERBS_MAX_PEERS=%d refused by all%s, =%d works\n",
+               nprocs - 2, nprocs > 2 ? "" : " (not tried: 0 is below the minimum)", nprocs - 1);
+}
+
 int main(int argc, char **argv)
 {
     oc_context_t *ctx = NULL;
@@ -199,5 +255,6 @@ int main(int argc, char **argv)
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }
+    verbs_peer_limit();
     return check_finish("test_errors");
 }

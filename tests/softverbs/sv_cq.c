@@ -61,7 +61,8 @@ SV_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 SV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
                                        struct ibv_comp_channel *channel, int comp_vector)
 {
-    if (!sv_is_ours(context) || cqe < 1 || cqe > SV_MAX_CQE || comp_vector != 0 ||
+    if (!sv_is_ours(context) || cqe < 1 || cqe > sv_ctx_of(context)->max_cqe ||
+        comp_vector != 0 ||
         (channel != NULL && channel->context != context)) {
         errno = EINVAL;
         return NULL;

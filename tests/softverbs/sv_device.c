@@ -159,6 +159,10 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     const char *mm = getenv("SOFTVERBS_MAX_MSG_SZ");
     unsigned long long max_msg = mm != NULL ? strtoull(mm, NULL, 0) : 0;
     ctx->max_msg_sz = max_msg > 0 && max_msg < (1ull << 31) ? (uint32_t)max_msg : 1u << 31;
+    /* SV_MAX_CQE, or fewer to test a consumer that sizes its CQs. */
+    const char *mc = getenv("SOFTVERBS_MAX_CQE");
+    unsigned long long max_cqe = mc != NULL ? strtoull(mc, NULL, 0) : 0;
+    ctx->max_cqe = max_cqe > 0 && max_cqe < SV_MAX_CQE ? (int)max_cqe : SV_MAX_CQE;
     ctx->ibv.device = &sv_device;
     ctx->ibv.cmd_fd = -1;
     ctx->ibv.num_comp_vectors = 1;
@@ -230,7 +234,7 @@ SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
     attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
     attr->max_sge = SV_MAX_SGE;
     attr->max_cq = 1 << 16;
-    attr->max_cqe = SV_MAX_CQE;
+    attr->max_cqe = sv_ctx_of(context)->max_cqe;
     attr->max_mr = 1 << 20;
     attr->max_pd = 1 << 16;
     attr->max_qp_rd_atom = 1;

@@ -5,8 +5,9 @@
  * whether verbs opens and checks that everything else agrees with that
  * answer: auto picks verbs exactly when OC_BACKEND=verbs works, and says why
  * not when it does not; a forced verbs backend fails with the reason instead
- * of crashing; a malformed OC_VERBS_TRIGGER is refused by name, and so is
- * a port that cannot take the protocol's messages.
+ * of crashing; a malformed OC_VERBS_TRIGGER or OC_VERBS_MAX_PEERS is refused
+ * by name, and so are a port that cannot take the protocol's messages and a
+ * peer limit beyond the device's completion queues.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -148,6 +149,50 @@ static void test_short_max_msg(void **state)
     assert_contains(oc_last_error(), "takes at most 64 bytes per message (max_msg_sz)");
 }
 
+/* OC_VERBS_MAX_PEERS: a malformed value is refused by name whichever
+ * backend verbs would be; where verbs opens, the limit is in its info line,
+ * and one beyond what the device's completion queues can hold is refused. */
+static void test_max_peers(void **state)
+{
+    static const char *const bad[] = {"0", "-3", "12x", "65537"};
+    char why[256];
+    oc_context_t *ctx = NULL;
+    size_t i;
+    (void)state;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("OC_VERBS_MAX_PEERS", bad[i], 1);
+        assert_int_equal(open_with(OC_BACKEND_AUTO, &ctx), OC_ERR_INVALID_ARG);
+        assert_contains(oc_last_error(), "OC_VERBS_MAX_PEERS=");
+        assert_contains(oc_last_error(), bad[i]);
+        assert_null(ctx);
+    }
+    unsetenv("OC_VERBS_MAX_PEERS");
+    verbs_outcome(why, sizeof(why));
+    if (why[0] != '\0')
+        skip(); /* no device */
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
+    assert_contains(oc_context_backend_info(ctx), "up to 256 peers");
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    setenv("OC_VERBS_MAX_PEERS", "3", 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
+    assert_contains(oc_context_backend_info(ctx), "up to 3 peers");
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    /* softverbs' CQs hold 65536 entries: 512 peers of 128 send WRs */
+    setenv("OC_VERBS_MAX_PEERS", "60000", 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
+    unsetenv("OC_VERBS_MAX_PEERS");
+    assert_null(ctx);
+    assert_contains(oc_last_error(), "OC_VERBS_MAX_PEERS=60000 needs completion queues of");
+    assert_contains(oc_last_error(), "(max_cqe), that is at most 512 peers");
+    /* Smaller CQs lower the default rather than fail: 4096 / 128 = 32 */
+    setenv("SOFTVERBS_MAX_CQE", "4096", 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
+    unsetenv("SOFTVERBS_MAX_CQE");
+    assert_contains(oc_context_backend_info(ctx), "up to 32 peers");
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,7 +201,9 @@ int main(void)
         cmocka_unit_test(test_trigger_malformed),
         cmocka_unit_test(test_trigger_variants),
         cmocka_unit_test(test_short_max_msg),
+        cmocka_unit_test(test_max_peers),
     };
     unsetenv("OC_VERBS_TRIGGER");
+    unsetenv("OC_VERBS_MAX_PEERS");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
