@@ -39,10 +39,10 @@ enum {
 /* Number of timers of Cget_timers (as upstream): communication first.
  *  0 X-Y transpose (forward)   1 Y-Z transpose (forward)
  *  2 Z-Y transpose (backward)  3 Y-X transpose (backward)
- *  4 FFT r2c X                 5 pack + unpack X-Y
- *  6 FFT Y                     7 unpack Y-Z + FFT Z
- *  8 FFT Z + pack Z-Y          9 inverse FFT Y
- * 10 pack + unpack Y-X        11 FFT c2r X
+ *  4 FFT r2c X                 5 pack X-Y
+ *  6 unpack X-Y + FFT Y        7 unpack Y-Z + FFT Z
+ *  8 FFT Z + pack Z-Y          9 inverse FFT Y + pack Y-X
+ * 10 unpack Y-X               11 FFT c2r X
  * In the pipelined modes, timers 1 and 2 hold only the time spent waiting
  * for a transpose, i.e. what the overlap did not hide. Seconds, summed over
  * calls since Cset_timers. */

@@ -104,8 +104,6 @@ static int check_setup_args(const int *dims, int nx, int ny, int nz, MPI_Comm co
     if (nxc != nx || nyc != ny || nzc != nz)
         return p3_fail(P3DFFT_ERR_ARG, "nxc, nyc, nzc = %d, %d, %d differ from nx, ny, nz: "
                        "truncated transforms are not supported", nxc, nyc, nzc);
-    if (comm == MPI_COMM_NULL)
-        return p3_fail(P3DFFT_ERR_ARG, "comm_f is not a valid communicator handle");
     MPI_Comm_size(comm, &size);
     if (dims[0] < 1 || dims[1] < 1 || dims[0] * dims[1] != size)
         return p3_fail(P3DFFT_ERR_ARG, "dims = {%d, %d}: the product must equal the "
@@ -148,9 +146,14 @@ int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int ny
     p3_t *p;
 
     (void)overwrite; /* inputs are never overwritten */
-    if (g != NULL)
-        return p3_fail(P3DFFT_ERR_STATE, "Cp3dfft_setup: already set up; call Cp3dfft_clean first");
-    if ((rc = check_setup_args(dims, nx, ny, nz, comm, nxc, nyc, nzc, memsize)))
+    if (comm == MPI_COMM_NULL) /* nothing to agree over */
+        return p3_fail(P3DFFT_ERR_ARG, "comm_f is not a valid communicator handle");
+    /* Agreed, as every later step: a rank refused alone would leave the
+     * others in the communicator's duplication. */
+    rc = g != NULL ? p3_fail(P3DFFT_ERR_STATE,
+                             "Cp3dfft_setup: already set up; call Cp3dfft_clean first")
+                   : check_setup_args(dims, nx, ny, nz, comm, nxc, nyc, nzc, memsize);
+    if ((rc = agree(rc, comm)))
         return rc;
     p = calloc(1, sizeof(*p));
     if (p == NULL)

@@ -269,12 +269,24 @@ static void check_errors(void)
         CHECK_FAILS(Cp3dfft_setup(dims, n, 1, n, comm, n, 1, n, 0, mem), "dims[0]");
         dims[0] = 1, dims[1] = nproc;
     }
+    /* refused on one rank only: refused on all, none left in MPI_Comm_dup */
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, rank == nproc - 1 ? NULL : mem),
+                rank == nproc - 1 ? "memsize" : "failed on another rank");
     setenv("P3DFFT_TRANSPOSE", "sometimes", 1);
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "P3DFFT_TRANSPOSE");
     unsetenv("P3DFFT_TRANSPOSE");
 
     CHECK_P3(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem));
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "already");
+    if (nproc > 1) { /* set up on all but rank 0: a set-up is refused on all */
+        if (rank == 0)
+            CHECK_P3(Cp3dfft_clean());
+        CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem),
+                    rank == 0 ? "failed on another rank" : "already");
+        if (rank != 0)
+            CHECK_P3(Cp3dfft_clean());
+        CHECK_P3(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem));
+    }
     CHECK_FAILS(Cp3dfft_ftran_r2c(NULL, a, fw), "in");
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, NULL, fw), "out");
     CHECK_FAILS(Cp3dfft_btran_c2r(NULL, a, fw), "in");
