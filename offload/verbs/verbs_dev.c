@@ -137,9 +137,9 @@ static oc_status_t fit_max_peers(vb_dev_t *d, unsigned max_peers, int given, cha
         d->max_peers = fit;
         return OC_OK;
     }
-    snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u needs completion queues of %u entries; %s "
+    snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u%s needs completion queues of %u entries; %s "
              "allows %d (max_cqe), that is at most %u peers", max_peers,
-             max_peers * VB_SQ_DEPTH, d->name, da.max_cqe, fit);
+             given ? "" : " (the default)", max_peers * VB_SQ_DEPTH, d->name, da.max_cqe, fit);
     vb_dev_close(d);
     return OC_ERR_UNAVAILABLE;
 }
