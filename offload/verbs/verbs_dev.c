@@ -128,18 +128,19 @@ static oc_status_t fit_max_peers(vb_dev_t *d, unsigned max_peers, int given, cha
 
     if (ibv_query_device(d->ctx, &da) != 0)
         return fail(d, "ibv_query_device", reason, size);
-    fit = da.max_cqe > 0 ? (unsigned)da.max_cqe / VB_SQ_DEPTH : 0;
-    if (max_peers <= fit) {
-        d->max_peers = max_peers;
-        return OC_OK;
+    if (da.max_cqe < 2 * VB_TRIG_DEPTH) {
+        snprintf(reason, size, "%s allows completion queues of %d entries (max_cqe); the "
+                 "trigger's needs %d", d->name, da.max_cqe, 2 * VB_TRIG_DEPTH);
+        vb_dev_close(d);
+        return OC_ERR_UNAVAILABLE;
     }
-    if (!given && fit > 0) {
-        d->max_peers = fit;
+    fit = (unsigned)da.max_cqe / VB_SQ_DEPTH;
+    d->max_peers = max_peers < fit ? max_peers : fit;
+    if (max_peers <= fit || !given)
         return OC_OK;
-    }
-    snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u%s needs completion queues of %u entries; %s "
+    snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u needs completion queues of %u entries; %s "
              "allows %d (max_cqe), that is at most %u peers", max_peers,
-             given ? "" : " (the default)", max_peers * VB_SQ_DEPTH, d->name, da.max_cqe, fit);
+             max_peers * VB_SQ_DEPTH, d->name, da.max_cqe, fit);
     vb_dev_close(d);
     return OC_ERR_UNAVAILABLE;
 }

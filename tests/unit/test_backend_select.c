@@ -191,6 +191,12 @@ static void test_max_peers(void **state)
     unsetenv("SOFTVERBS_MAX_CQE");
     assert_contains(oc_context_backend_info(ctx), "up to 32 peers");
     assert_int_equal(oc_finalize(ctx), OC_OK);
+    /* ... but not below the trigger's CQ */
+    setenv("SOFTVERBS_MAX_CQE", "1000", 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
+    unsetenv("SOFTVERBS_MAX_CQE");
+    assert_null(ctx);
+    assert_contains(oc_last_error(), "allows completion queues of 1000 entries (max_cqe)");
 }
 
 int main(void)
