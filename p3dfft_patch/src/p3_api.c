@@ -368,13 +368,22 @@ static int reconfigure(p3_mode_t mode, int slabs)
     return rc ? rc : ok();
 }
 
+/* After setup the setters are collective: a value refused on one rank is
+ * refused on all, which would otherwise re-create the transposes alone. */
+static int agreed(int rc)
+{
+    return g != NULL ? agree(rc, g->comm) : rc;
+}
+
 int Cp3dfft_set_transpose(const char *mode)
 {
-    int m;
+    int m = -1, rc;
     if (mode == NULL)
-        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_transpose: mode is NULL");
-    if ((m = parse_mode(mode, "Cp3dfft_set_transpose")) < 0)
-        return P3DFFT_ERR_ARG;
+        rc = p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_transpose: mode is NULL");
+    else
+        rc = (m = parse_mode(mode, "Cp3dfft_set_transpose")) < 0 ? P3DFFT_ERR_ARG : P3DFFT_OK;
+    if ((rc = agreed(rc)))
+        return rc;
     if (g == NULL) {
         pending_mode = m;
         return ok();
@@ -391,9 +400,12 @@ const char *Cp3dfft_get_transpose(void)
 
 int Cp3dfft_set_slabs(int slabs)
 {
-    if (slabs < 0 || slabs > P3_MAX_SLABS)
-        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_slabs: slabs = %d, need 0..%d", slabs,
-                       P3_MAX_SLABS);
+    int rc = slabs < 0 || slabs > P3_MAX_SLABS
+                 ? p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_slabs: slabs = %d, need 0..%d", slabs,
+                           P3_MAX_SLABS)
+                 : P3DFFT_OK;
+    if ((rc = agreed(rc)))
+        return rc;
     if (g == NULL) {
         pending_slabs = slabs;
         return ok();

@@ -304,6 +304,10 @@ static void check_errors(void)
                 rank == 0 ? "in is NULL" : "failed on another rank");
     CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, rank == nproc - 1 ? bad : fw),
                 rank == nproc - 1 ? "op[1]" : "failed on another rank");
+    CHECK_FAILS(Cp3dfft_set_transpose(rank == 0 ? "fast" : "offload"),
+                rank == 0 ? "fast" : "failed on another rank");
+    CHECK_FAILS(Cp3dfft_set_slabs(rank == nproc - 1 ? 65 : 2),
+                rank == nproc - 1 ? "slabs = 65" : "failed on another rank");
     CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 4), "conf");
     CHECK_FAILS(Cp3dfft_get_dims(NULL, e, s, 1), "start");
     CHECK_P3(Cget_timers(t));
