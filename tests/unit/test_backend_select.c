@@ -131,22 +131,42 @@ static void test_trigger_variants(void **state)
     }
 }
 
+/* With var=value (unset when value is NULL), OC_BACKEND=verbs opens and its
+ * info line holds info. */
+static void expect_opens(const char *var, const char *value, const char *info)
+{
+    oc_context_t *ctx = NULL;
+    if (value != NULL)
+        setenv(var, value, 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
+    unsetenv(var);
+    assert_contains(oc_context_backend_info(ctx), info);
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+}
+
+/* With var=value, OC_BACKEND=verbs is refused with st, the detail holding why. */
+static void expect_refused(const char *var, const char *value, oc_status_t st, const char *why)
+{
+    oc_context_t *ctx = NULL;
+    setenv(var, value, 1);
+    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), st);
+    unsetenv(var);
+    assert_null(ctx);
+    assert_contains(oc_last_error(), why);
+}
+
 /* A port whose max_msg_sz cannot take the protocol's control messages in
  * one SEND (softverbs lets a test set it) is refused with the reason. */
 static void test_short_max_msg(void **state)
 {
     char why[256];
-    oc_context_t *ctx = NULL;
     (void)state;
 
     verbs_outcome(why, sizeof(why));
     if (why[0] != '\0')
         skip(); /* no device */
-    setenv("SOFTVERBS_MAX_MSG_SZ", "64", 1);
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
-    unsetenv("SOFTVERBS_MAX_MSG_SZ");
-    assert_null(ctx);
-    assert_contains(oc_last_error(), "takes at most 64 bytes per message (max_msg_sz)");
+    expect_refused("SOFTVERBS_MAX_MSG_SZ", "64", OC_ERR_UNAVAILABLE,
+                   "takes at most 64 bytes per message (max_msg_sz)");
 }
 
 /* OC_VERBS_MAX_PEERS: a malformed value is refused by name whichever
@@ -171,32 +191,17 @@ static void test_max_peers(void **state)
     verbs_outcome(why, sizeof(why));
     if (why[0] != '\0')
         skip(); /* no device */
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
-    assert_contains(oc_context_backend_info(ctx), "up to 256 peers");
-    assert_int_equal(oc_finalize(ctx), OC_OK);
-    setenv("OC_VERBS_MAX_PEERS", "3", 1);
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
-    assert_contains(oc_context_backend_info(ctx), "up to 3 peers");
-    assert_int_equal(oc_finalize(ctx), OC_OK);
+    expect_opens("OC_VERBS_MAX_PEERS", NULL, "up to 256 peers");
+    expect_opens("OC_VERBS_MAX_PEERS", "3", "up to 3 peers");
     /* softverbs' CQs hold 65536 entries: 512 peers of 128 send WRs */
-    setenv("OC_VERBS_MAX_PEERS", "60000", 1);
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
-    unsetenv("OC_VERBS_MAX_PEERS");
-    assert_null(ctx);
-    assert_contains(oc_last_error(), "OC_VERBS_MAX_PEERS=60000 needs completion queues of");
+    expect_refused("OC_VERBS_MAX_PEERS", "60000", OC_ERR_UNAVAILABLE,
+                   "OC_VERBS_MAX_PEERS=60000 needs completion queues of");
     assert_contains(oc_last_error(), "(max_cqe), that is at most 512 peers");
-    /* Smaller CQs lower the default rather than fail: 4096 / 128 = 32 */
-    setenv("SOFTVERBS_MAX_CQE", "4096", 1);
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_OK);
-    unsetenv("SOFTVERBS_MAX_CQE");
-    assert_contains(oc_context_backend_info(ctx), "up to 32 peers");
-    assert_int_equal(oc_finalize(ctx), OC_OK);
+    /* Smaller CQs lower the default rather than fail (4096 / 128 = 32)... */
+    expect_opens("SOFTVERBS_MAX_CQE", "4096", "up to 32 peers");
     /* ... but not below the trigger's CQ */
-    setenv("SOFTVERBS_MAX_CQE", "1000", 1);
-    assert_int_equal(open_with(OC_BACKEND_VERBS, &ctx), OC_ERR_UNAVAILABLE);
-    unsetenv("SOFTVERBS_MAX_CQE");
-    assert_null(ctx);
-    assert_contains(oc_last_error(), "allows completion queues of 1000 entries (max_cqe)");
+    expect_refused("SOFTVERBS_MAX_CQE", "1000", OC_ERR_UNAVAILABLE,
+                   "allows completion queues of 1000 entries (max_cqe)");
 }
 
 int main(void)
