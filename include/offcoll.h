@@ -75,6 +75,9 @@ typedef enum {
     OC_ALG_PAIRWISE,  /**< ring-1: one peer pair per stage */
     OC_ALG_RINGK,     /**< k peer pairs per stage, k = OC_RINGK */
     OC_ALG_BRUCK,     /**< log2(n) stages; small blocks (alltoall only) */
+    OC_ALG_PUT,       /**< persistent requests only: each block put into a landing zone
+                           in the receiver's window (two, alternating by start), copied
+                           out by its progress engine; one-shot calls fall back to auto */
     OC_ALG_COUNT_
 } oc_alg_t;
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise", "ringk",
-                                                     "bruck"};
+                                                     "bruck", "put"};
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
 static const char *const intranode_names[] = {"shm", "loopback"};
@@ -138,7 +138,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     if (c.alltoallv_alg == OC_ALG_BRUCK)
         return oc_error(OC_ERR_INVALID_ARG,
                         "OC_ALLTOALLV_ALG=bruck: Bruck needs equal blocks; use auto, burst, "
-                        "pairwise or ringk");
+                        "pairwise, ringk or put");
     *cfg = c;
     return OC_OK;
 }

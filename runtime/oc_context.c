@@ -17,9 +17,11 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->alltoall_alg < OC_ALG_AUTO || c->alltoall_alg >= OC_ALG_COUNT_)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->alltoall_alg=%d is not an oc_alg_t",
                         (int)c->alltoall_alg);
-    if (c->alltoallv_alg < OC_ALG_AUTO || c->alltoallv_alg >= OC_ALG_BRUCK)
+    if (c->alltoallv_alg < OC_ALG_AUTO || c->alltoallv_alg >= OC_ALG_COUNT_ ||
+        c->alltoallv_alg == OC_ALG_BRUCK)
         return oc_error(OC_ERR_INVALID_ARG,
-                        "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk",
+                        "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk, "
+                        "put",
                         (int)c->alltoallv_alg);
     if (c->intranode != OC_INTRANODE_SHM && c->intranode != OC_INTRANODE_LOOPBACK)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->intranode=%d is not an oc_intranode_t",

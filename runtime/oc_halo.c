@@ -336,7 +336,7 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
             "oc_halo_create", team,
             oc_halo_landing(&h->g, team->rank, &h->ext[(size_t)team->rank * (size_t)nfields],
                             nfields, 0, 0, 0),
-            (unsigned)nfields * 6, &h->win);
+            (unsigned)nfields * 6, OC_OK, &h->win);
     if (st == OC_OK) {
         for (f = 0; f < nfields && st == OC_OK; f++)
             st = build_field(h, &fields[f], f);

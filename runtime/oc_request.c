@@ -1,6 +1,5 @@
 /* Requests: argument checks, schedule construction, start, test, wait, free. */
-#include "oc_runtime.h"
-#include "coll/oc_coll.h"
+#include "oc_persist.h"
 #include "oc_error.h"
 #include "oc_sync.h"
 
@@ -151,9 +150,9 @@ static void req_complete(oc_pe_exec_t *x, oc_status_t st)
         oc_futex_wake_all(&req->state);
 }
 
-static oc_pe_exec_t *exec_alloc(oc_request_t *req)
+static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched)
 {
-    const oc_sched_t *s = &req->sched;
+    const oc_sched_t *s = &req->sched[i_sched];
     oc_team_t *team = req->team;
     size_t i, max = 1;
     oc_pe_exec_t *x;
@@ -183,6 +182,7 @@ static void release_fn(oc_pe_t *pe, void *arg)
 
 static void req_destroy(oc_request_t *req)
 {
+    unsigned i;
     if (req->prev_persistent != NULL) {
         pthread_mutex_lock(&req->team->ctx->teams_lock);
         *req->prev_persistent = req->next_persistent;
@@ -190,13 +190,18 @@ static void req_destroy(oc_request_t *req)
             req->next_persistent->prev_persistent = req->prev_persistent;
         pthread_mutex_unlock(&req->team->ctx->teams_lock);
     }
-    if (req->x != NULL) {
-        if (req->x->cancelled)
-            oc_pe_call(req->team->ctx->pe, release_fn, req->x);
+    for (i = 0; i < 2; i++) {
+        if (req->xs[i] != NULL && req->xs[i]->cancelled)
+            oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);
         else
-            free(req->x);
+            free(req->xs[i]);
+        oc_sched_fini(&req->sched[i]);
     }
-    oc_sched_fini(&req->sched);
+    /* After the executions' release: engine calls run in order. The last
+     * start has completed on every member that reached it, so no peer puts
+     * here any more (oc_win_free's barrier is not needed). */
+    if (req->win != NULL)
+        oc_win_release(req->win);
     free(req->stuck_on);
     free(req->inplace);
     free(req);
@@ -206,14 +211,15 @@ static void req_destroy(oc_request_t *req)
 static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t **out)
 {
     oc_team_t *team = req->team;
-    req->x = exec_alloc(req);
-    if (req->x == NULL) {
-        oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
-        req_destroy(req);
-        return st;
-    }
+    unsigned i;
     req->seq = atomic_fetch_add(&team->next_seq, 1);
-    req->x->match.seq = req->seq;
+    for (i = 0; i < req->nsched; i++)
+        if ((req->xs[i] = exec_alloc(req, i)) == NULL) {
+            oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
+            req_destroy(req);
+            return st;
+        }
+    req->x = req->xs[0];
     atomic_init(&req->state, OC_REQ_INACTIVE);
     if (req->persistent) {
         pthread_mutex_lock(&team->ctx->teams_lock);
@@ -230,18 +236,17 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t 
     return OC_OK;
 }
 
-/* args->sbuf OC_IN_PLACE: the schedule sends from a copy of the inplace
- * bytes of rbuf, made by a list of its own before the algorithm's, so that
- * the copy is the engine's work and not the caller's, and no receive of the
- * operation is posted before it is done. That list waits on nobody, so the
- * algorithm's lists keep their pairing with the peers'. */
-static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, int v,
-                              oc_coll_args_t *args, size_t mean_block, size_t inplace,
-                              oc_request_t **out)
+/* The request, its in-place copy and its choice of algorithm. args->sbuf
+ * OC_IN_PLACE: the schedule sends from a copy of the inplace bytes of rbuf,
+ * made by a list of its own before the algorithm's, so that the copy is the
+ * engine's work and not the caller's, and no receive of the operation is
+ * posted before it is done. That list waits on nobody, so the algorithm's
+ * lists keep their pairing with the peers'. */
+static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, int v,
+                             oc_coll_args_t *args, size_t mean_block, size_t inplace,
+                             oc_request_t **out)
 {
-    oc_context_t *ctx = team->ctx;
     oc_request_t *req = calloc(1, sizeof(*req));
-    oc_status_t st;
 
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
@@ -256,22 +261,89 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int persistent, i
     req->team = team;
     req->persistent = persistent;
     req->opname = v ? "alltoallv" : "alltoall";
-    req->alg = oc_coll_alltoall_select(&ctx->cfg, v, mean_block, team->size);
-    oc_sched_init(&req->sched, ctx->cfg.list_max);
-    st = OC_OK;
+    req->alg = oc_coll_alltoall_select(&team->ctx->cfg, v, persistent, mean_block, team->size);
+    req->nsched = 1;
+    *out = req;
+    return OC_OK;
+}
+
+/* Schedule i: the in-place copy's list, then the algorithm's. */
+static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_args_t *args,
+                             size_t inplace, unsigned i)
+{
+    oc_sched_t *s = &req->sched[i];
+    oc_status_t st = OC_OK;
+
+    oc_sched_init(s, req->team->ctx->cfg.list_max);
     if (req->inplace != NULL && inplace > 0) {
         oc_task_t t = oc_task_copy(req->inplace, args->rbuf, inplace);
-        st = oc_sched_add(&req->sched, &t, 1);
-        oc_sched_end_list(&req->sched);
+        st = oc_sched_add(s, &t, 1);
+        oc_sched_end_list(s);
     }
     if (st == OC_OK)
-        st = oc_coll_alltoall_build(req->alg, args, &req->sched);
-    if (st != OC_OK) {
+        st = oc_coll_alltoall_build(req->alg, args, s);
+    if (st != OC_OK)
         oc_error_append(" (%s, algorithm %s)", fn, oc_alg_name(req->alg));
+    return st;
+}
+
+static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_args_t *args,
+                              size_t mean_block, size_t inplace, oc_request_t **out)
+{
+    oc_request_t *req = NULL;
+    oc_status_t st = req_alloc(fn, team, 0, v, args, mean_block, inplace, &req);
+    if (st == OC_OK && (st = req_build(fn, req, args, inplace, 0)) != OC_OK)
         req_destroy(req);
+    return st == OC_OK ? req_register(fn, req, out) : st;
+}
+
+/* Collective, whatever this member's verdict on its arguments (st): the
+ * members agree (runtime/oc_persist.h) before anything is built. The put
+ * algorithm builds one schedule per parity of the starts, each with its own
+ * landing zones, and its members vote once more, as they share a window. */
+static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
+                                     oc_coll_args_t *args, size_t mean_block, size_t inplace,
+                                     oc_status_t st, oc_request_t **out)
+{
+    oc_alg_t fallback = oc_coll_alltoall_select(&team->ctx->cfg, v, 0, mean_block, team->size);
+    oc_alg_t alg = OC_ALG_AUTO;
+    oc_request_t *req = NULL;
+    oc_persist_put_t put;
+    unsigned i;
+
+    if (st == OC_OK && (st = req_alloc(fn, team, 1, v, args, mean_block, inplace, &req)) == OC_OK)
+        alg = req->alg;
+    st = oc_persist_agree(fn, team, st, v, args, &alg, fallback, &put);
+    if (st != OC_OK) {
+        if (req != NULL)
+            req_destroy(req);
         return st;
     }
-    return req_register(fn, req, out);
+    req->alg = alg;
+    if (alg != OC_ALG_PUT) {
+        if ((st = req_build(fn, req, args, inplace, 0)) != OC_OK) {
+            req_destroy(req);
+            return st;
+        }
+        return req_register(fn, req, out);
+    }
+    req->win = put.win;
+    req->nsched = 2;
+    for (i = 0; i < 2 && st == OC_OK; i++) {
+        args->put = &put.zones[i];
+        st = req_build(fn, req, args, inplace, i);
+    }
+    oc_persist_put_fini(&put, 1);
+    if (st != OC_OK)
+        req_destroy(req);
+    else
+        st = req_register(fn, req, out);
+    st = oc_team_vote(team, st, fn);
+    if (st != OC_OK && *out != NULL) {
+        oc_request_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
@@ -285,7 +357,8 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
     req->team = team;
     req->persistent = 1;
     req->opname = opname;
-    req->sched = *sched;
+    req->nsched = 1;
+    req->sched[0] = *sched;
     memset(sched, 0, sizeof(*sched));
     return req_register(opname, req, out);
 }
@@ -295,6 +368,7 @@ static void launch(oc_request_t *req)
     oc_team_t *team = req->team;
     uint32_t upto = atomic_load(&team->started_upto);
 
+    req->x = req->xs[atomic_load(&req->starts) % req->nsched];
     /* For the presence answers of a timeout diagnosis. */
     atomic_fetch_add(&req->starts, 1);
     while ((int32_t)(req->seq + 1 - upto) > 0 &&
@@ -320,11 +394,13 @@ static oc_status_t alltoall_create(const char *fn, oc_team_t *team, const void *
 {
     oc_coll_args_t a;
     oc_status_t st = check_alltoall(fn, team, sbuf, rbuf, block, req);
-    if (st != OC_OK)
+    if (team == NULL || (st != OC_OK && !persistent))
         return st;
     fill_args(&a, team, sbuf, rbuf);
     a.block = block;
-    return req_create(fn, team, persistent, 0, &a, block, block * (size_t)team->size, req);
+    if (persistent)
+        return persistent_create(fn, team, 0, &a, block, block * (size_t)team->size, st, req);
+    return req_create(fn, team, 0, &a, block, block * (size_t)team->size, req);
 }
 
 static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void *sbuf,
@@ -338,9 +414,11 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     int i;
     oc_status_t st = check_alltoallv(fn, team, sbuf, sbuf_bytes, scounts, sdispls, rbuf,
                                      rbuf_bytes, rcounts, rdispls, req);
-    if (st != OC_OK)
+    if (team == NULL || (st != OC_OK && !persistent))
         return st;
     fill_args(&a, team, sbuf, rbuf);
+    if (st != OC_OK) /* persistent: it still takes part in the agreement */
+        return persistent_create(fn, team, 1, &a, 0, 0, st, req);
     if (sbuf == OC_IN_PLACE) { /* rbuf's blocks go out, at the same offsets in the copy */
         scounts = rcounts;
         sdispls = rdispls;
@@ -351,7 +429,10 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     a.rdispls = rdispls;
     for (i = 0; i < team->size; i++)
         total += scounts[i];
-    return req_create(fn, team, persistent, 1, &a, total / (size_t)team->size, rbuf_bytes, req);
+    if (persistent)
+        return persistent_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, st,
+                                 req);
+    return req_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, req);
 }
 
 oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,
@@ -392,6 +473,7 @@ oc_status_t oc_alltoallv_init(oc_team_t *team, const void *sbuf, size_t sbuf_byt
 
 oc_status_t oc_start(oc_request_t *req)
 {
+    unsigned i;
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_start: req is NULL");
     if (!req->persistent)
@@ -407,13 +489,19 @@ oc_status_t oc_start(oc_request_t *req)
     default:
         break;
     }
-    if (req->x->cancelled) {
+    if (req->broken != OC_OK)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "oc_start: req's %s with the put algorithm failed earlier (%s): its "
+                        "landing zones may still receive that start's blocks; free it and "
+                        "create it again", req->opname, oc_status_string(req->broken));
+    i = atomic_load(&req->starts) % req->nsched;
+    if (req->xs[i]->cancelled) {
         /* The cancelled list may still be in flight: leave it to the engine. */
-        oc_pe_exec_t *fresh = exec_alloc(req);
+        oc_pe_exec_t *fresh = exec_alloc(req, i);
         if (fresh == NULL)
             return oc_error(OC_ERR_NO_MEMORY, "oc_start: request state");
-        oc_pe_call(req->team->ctx->pe, release_fn, req->x);
-        req->x = fresh;
+        oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);
+        req->xs[i] = fresh;
     }
     launch(req);
     return OC_OK;
@@ -425,6 +513,8 @@ static oc_status_t take_result(oc_request_t *req)
     oc_status_t st = req->result;
     if (req->persistent)
         atomic_store(&req->state, OC_REQ_INACTIVE);
+    if (st != OC_OK && req->win != NULL)
+        req->broken = st;
     if (st != OC_OK && st != OC_ERR_TIMEOUT)
         oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s", req->opname, req->seq,
                  req->team->size,

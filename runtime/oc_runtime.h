@@ -51,8 +51,14 @@ typedef struct oc_request {
     oc_alg_t alg;
     const char *opname;
     uint32_t seq;
-    oc_sched_t sched;
+    /* One schedule, or two that alternate by start (the put algorithm's
+     * landing zones); xs[i] runs sched[i], x is the current start's. */
+    oc_sched_t sched[2];
+    oc_pe_exec_t *xs[2];
+    unsigned nsched;
     oc_pe_exec_t *x;
+    oc_win_t *win;                  /* the put algorithm's landing zones, the request's own */
+    oc_status_t broken;             /* put: an earlier start's failure; no restart */
     _Atomic uint32_t state;
     oc_status_t result;             /* written before state becomes DONE */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */
@@ -112,12 +118,16 @@ void oc_ctx_am_handler(void *arg, const void *data, size_t len);
 void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len);
 void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 
-/* Blocking collective exchange over the team's own network path: every
- * member contributes len bytes, all receives size*len by rank. */
 /* OC_PROGRESS_CPUS's syntax (oc_config.c); name: what the message calls it. */
 oc_status_t oc_config_check_cpus(const char *name, const char *v);
 
+/* Blocking collective exchange over the team's own network path: every
+ * member contributes len bytes, all receives size*len by rank. */
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
+
+/* Likewise with a block of len bytes for each member: block r of mine goes
+ * to rank r; block r of theirs comes from rank r. */
+oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs);
 
 /* Collective: every member's status st, so that a local failure fails all
  * members at once ("<what> on rank R" where it did not fail) instead of
@@ -129,9 +139,15 @@ oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what);
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **req);
 
-/* Window of n counters created for the runtime's own use (halo plans). */
+/* Window of n counters created for the runtime's own use (halo plans, put
+ * all-to-alls). st: this member's status so far; it votes whatever it is, so
+ * that a failure on one member fails all. */
 oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_win_t **win);
+                                   unsigned ncounters, oc_status_t st, oc_win_t **win);
+
+/* Releases win here without waiting for the peers (oc_win_free's barrier):
+ * for a window that no peer puts into any more. */
+void oc_win_release(oc_win_t *win);
 
 /* Engine context: asks every other member of req's team whether it has
  * started req's operation. */

@@ -453,10 +453,20 @@ oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
     return OC_OK;
 }
 
+oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
+{
+    oc_request_t *req = NULL;
+    oc_status_t st = oc_ialltoall(team, mine, theirs, len, &req);
+    if (st == OC_OK)
+        st = oc_wait(req);
+    if (req != NULL)
+        oc_request_free(req);
+    return st;
+}
+
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all)
 {
     unsigned char *rep = malloc(len * (size_t)team->size + 1);
-    oc_request_t *req = NULL;
     oc_status_t st;
     int r;
 
@@ -464,11 +474,7 @@ oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, voi
         return oc_error(OC_ERR_NO_MEMORY, "allgather of %zu bytes", len);
     for (r = 0; r < team->size; r++)
         memcpy(rep + (size_t)r * len, mine, len);
-    st = oc_ialltoall(team, rep, all, len, &req);
-    if (st == OC_OK)
-        st = oc_wait(req);
-    if (req != NULL)
-        oc_request_free(req);
+    st = oc_team_alltoall(team, rep, len, all);
     free(rep);
     return st;
 }

@@ -135,7 +135,7 @@ static void release_fn(oc_pe_t *pe, void *arg)
 }
 
 /* Local release of whatever was set up (engine resources included). */
-static void win_destroy(oc_win_t *win)
+void oc_win_release(oc_win_t *win)
 {
     oc_context_t *ctx = win->team->ctx;
     registry_remove(ctx, win);
@@ -220,7 +220,7 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
     atomic_fetch_add(&team->nwins, 1);
     if (win->peers == NULL || win->counters == NULL || win->from == NULL ||
         win->from_mark == NULL) {
-        win_destroy(win);
+        oc_win_release(win);
         return oc_error(OC_ERR_NO_MEMORY, "%s: window of %u counters for %d ranks", fn,
                         ncounters, team->size);
     }
@@ -235,7 +235,7 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
     oc_pe_call(team->ctx->pe, alloc_fn, a);
     st = a->status;
     if (st != OC_OK) {
-        win_destroy(win);
+        oc_win_release(win);
         a->win = NULL;
         return oc_error(st, "%s: %s", fn, a->error);
     }
@@ -260,7 +260,7 @@ static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsi
     free(a.key);
     if (st != OC_OK) {
         if (a.win != NULL)
-            win_destroy(a.win);
+            oc_win_release(a.win);
         return st;
     }
     *out = a.win;
@@ -268,9 +268,9 @@ static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsi
 }
 
 oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_win_t **out)
+                                   unsigned ncounters, oc_status_t st, oc_win_t **out)
 {
-    return win_create(fn, team, size, ncounters, OC_OK, out);
+    return win_create(fn, team, size, ncounters, st, out);
 }
 
 oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
@@ -307,7 +307,7 @@ oc_status_t oc_win_free(oc_win_t *win)
     bst = all != NULL ? oc_team_allgather(win->team, &one, 1, all)
                       : oc_error(OC_ERR_NO_MEMORY, "oc_win_free: barrier");
     free(all);
-    win_destroy(win);
+    oc_win_release(win);
     if (st == OC_OK && bst != OC_OK) {
         oc_error_append(" (oc_win_free: waiting for the other members)");
         st = bst;

@@ -9,6 +9,18 @@
 #include "oc_sched.h"
 #include "offcoll.h"
 
+struct oc_win;
+
+/* The put algorithm's landing zones at one parity of the starts (persistent
+ * requests only; runtime/oc_persist.c creates the window and agrees on the
+ * offsets with the peers). */
+typedef struct {
+    struct oc_win *win;
+    unsigned counter;        /* the parity's notification counter */
+    const size_t *remote;    /* by peer: where this rank's block lands in the peer's window */
+    const size_t *local;     /* by peer: where the peer's block lands in this rank's window */
+} oc_coll_put_t;
+
 typedef struct {
     int rank, size;
     const char *sbuf;
@@ -17,6 +29,7 @@ typedef struct {
     const size_t *scounts, *sdispls;  /* variable form, in bytes */
     const size_t *rcounts, *rdispls;
     unsigned ringk;
+    const oc_coll_put_t *put;         /* the put algorithm's zones, else NULL */
 } oc_coll_args_t;
 
 static inline size_t oc_coll_scount(const oc_coll_args_t *a, int p)
@@ -42,10 +55,14 @@ oc_status_t oc_coll_alltoall_burst(const oc_coll_args_t *a, oc_sched_t *s);
 oc_status_t oc_coll_alltoall_pairwise(const oc_coll_args_t *a, oc_sched_t *s);
 /* Equal blocks only. */
 oc_status_t oc_coll_alltoall_bruck(const oc_coll_args_t *a, oc_sched_t *s);
+/* Needs a->put. */
+oc_status_t oc_coll_alltoall_put(const oc_coll_args_t *a, oc_sched_t *s);
 
 /* The algorithm `auto` resolves to (README documents the rule); v selects
- * the alltoallv rule, where `bytes` is the mean block size. */
-oc_alg_t oc_coll_alltoall_select(const oc_config_t *cfg, int v, size_t bytes, int size);
+ * the alltoallv rule, where `bytes` is the mean block size. put is only
+ * chosen for a persistent request; the members agree on it at set-up. */
+oc_alg_t oc_coll_alltoall_select(const oc_config_t *cfg, int v, int persistent, size_t bytes,
+                                 int size);
 
 /* Builds the schedule of alg (not auto) into s. */
 oc_status_t oc_coll_alltoall_build(oc_alg_t alg, const oc_coll_args_t *a, oc_sched_t *s);

@@ -2,7 +2,8 @@
  * Alltoall and alltoallv against MPI_Alltoall(v): every algorithm in both
  * progress modes, block sizes 0, 1, 7, 4099 and 1 MiB, lists cut small and
  * large; alltoallv with uneven and zero counts and non-monotonic
- * displacements.
+ * displacements. The put algorithm, persistent only, is started three times
+ * with new data each time (its landing zones alternate by start).
  */
 #include <stdint.h>
 #include <string.h>
@@ -28,28 +29,52 @@ static oc_context_t *open_ctx(oc_progress_mode_t mode, oc_alg_t alg, oc_alg_t va
     return ctx;
 }
 
-static void test_alltoall(oc_team_t *team, size_t block, int salt, const char *label)
+/* The request runs what was asked for (put: where there is a peer to put to). */
+static void check_alg(oc_request_t *req, oc_alg_t want, const char *label)
+{
+    if (want == OC_ALG_PUT && nprocs > 1)
+        CHECK(oc_request_alg(req) == OC_ALG_PUT, "%s: the request runs %s", label,
+              oc_alg_name(oc_request_alg(req)));
+}
+
+/* rounds 0: one oc_ialltoall; else a persistent request started rounds times. */
+static void test_alltoall(oc_team_t *team, size_t block, int salt, int rounds, oc_alg_t alg,
+                          const char *label)
 {
     size_t total = block * (size_t)nprocs;
     unsigned char *s = malloc(total + 1), *r = malloc(total + 1), *ref = malloc(total + 1);
     oc_request_t *req = NULL;
+    int round;
 
-    check_fill(s, rank, nprocs, block, salt);
-    memset(r, 0xEE, total + 1);
-    MPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE, MPI_COMM_WORLD);
-    CHECK_OC(oc_ialltoall(team, s, r, block, &req));
-    CHECK_OC(oc_wait(req));
-    CHECK(memcmp(r, ref, total) == 0, "%s block %zu: data differs from MPI_Alltoall", label,
-          block);
-    CHECK(r[total] == 0xEE, "%s block %zu: wrote past the receive buffer", label, block);
-    CHECK_OC(oc_request_free(req));
+    if (rounds > 0) {
+        CHECK_OC(oc_alltoall_init(team, s, r, block, &req));
+        check_alg(req, alg, label);
+    }
+    for (round = 0; round < (rounds > 0 ? rounds : 1); round++) {
+        check_fill(s, rank, nprocs, block, salt + round);
+        memset(r, 0xEE, total + 1);
+        MPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE, MPI_COMM_WORLD);
+        if (rounds > 0)
+            CHECK_OC(oc_start(req));
+        else
+            CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+        CHECK_OC(oc_wait(req));
+        CHECK(memcmp(r, ref, total) == 0, "%s block %zu round %d: data differs from "
+              "MPI_Alltoall", label, block, round);
+        CHECK(r[total] == 0xEE, "%s block %zu: wrote past the receive buffer", label, block);
+        if (rounds == 0)
+            CHECK_OC(oc_request_free(req));
+    }
+    if (rounds > 0)
+        CHECK_OC(oc_request_free(req));
     free(s);
     free(r);
     free(ref);
 }
 
 /* Uneven counts (some zero), receive blocks placed in reverse rank order. */
-static void test_alltoallv(oc_team_t *team, size_t scale, int salt, const char *label)
+static void test_alltoallv(oc_team_t *team, size_t scale, int salt, int rounds, oc_alg_t alg,
+                           const char *label)
 {
     size_t *sc = calloc((size_t)nprocs, sizeof(size_t)), *sd = calloc((size_t)nprocs, sizeof(size_t));
     size_t *rc = calloc((size_t)nprocs, sizeof(size_t)), *rd = calloc((size_t)nprocs, sizeof(size_t));
@@ -58,7 +83,7 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, const char *
     size_t stot = 0, rtot = 0, i;
     unsigned char *s, *r, *ref;
     oc_request_t *req = NULL;
-    int p;
+    int p, round;
 
     /* count from a to b: zero when (a + 2b) % 3 == 0, else uneven. */
 #define COUNT(a, b) ((((a) + 2 * (b)) % 3 == 0) ? 0 : scale * (size_t)(1 + (a) + 3 * (b)))
@@ -79,22 +104,35 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, const char *
     r = malloc(rtot + 1);
     ref = malloc(rtot + 1);
     memset(s, 0, stot + 1);
-    memset(r, 0xEE, rtot + 1);
-    memset(ref, 0xEE, rtot + 1);
     for (p = 0; p < nprocs; p++) {
-        for (i = 0; i < sc[p]; i++)
-            s[sd[p] + i] = check_pattern(rank, p, i, salt);
         isc[p] = (int)sc[p];
         isd[p] = (int)sd[p];
         irc[p] = (int)rc[p];
         ird[p] = (int)rd[p];
     }
-    MPI_Alltoallv(s, isc, isd, MPI_BYTE, ref, irc, ird, MPI_BYTE, MPI_COMM_WORLD);
-    CHECK_OC(oc_ialltoallv(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
-    CHECK_OC(oc_wait(req));
-    CHECK(memcmp(r, ref, rtot + 1) == 0, "%s alltoallv scale %zu: differs from MPI_Alltoallv",
-          label, scale);
-    CHECK_OC(oc_request_free(req));
+    if (rounds > 0) {
+        CHECK_OC(oc_alltoallv_init(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
+        check_alg(req, alg, label);
+    }
+    for (round = 0; round < (rounds > 0 ? rounds : 1); round++) {
+        for (p = 0; p < nprocs; p++)
+            for (i = 0; i < sc[p]; i++)
+                s[sd[p] + i] = check_pattern(rank, p, i, salt + round);
+        memset(r, 0xEE, rtot + 1);
+        memset(ref, 0xEE, rtot + 1);
+        MPI_Alltoallv(s, isc, isd, MPI_BYTE, ref, irc, ird, MPI_BYTE, MPI_COMM_WORLD);
+        if (rounds > 0)
+            CHECK_OC(oc_start(req));
+        else
+            CHECK_OC(oc_ialltoallv(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
+        CHECK_OC(oc_wait(req));
+        CHECK(memcmp(r, ref, rtot + 1) == 0, "%s alltoallv scale %zu round %d: differs from "
+              "MPI_Alltoallv", label, scale, round);
+        if (rounds == 0)
+            CHECK_OC(oc_request_free(req));
+    }
+    if (rounds > 0)
+        CHECK_OC(oc_request_free(req));
 #undef COUNT
     free(s); free(r); free(ref);
     free(sc); free(sd); free(rc); free(rd);
@@ -105,7 +143,7 @@ int main(int argc, char **argv)
 {
     static const size_t blocks[] = {0, 1, 7, 4099, 1 << 20};
     static const oc_alg_t algs[] = {OC_ALG_AUTO, OC_ALG_BURST, OC_ALG_PAIRWISE, OC_ALG_RINGK,
-                                    OC_ALG_BRUCK};
+                                    OC_ALG_BRUCK, OC_ALG_PUT};
     static const unsigned list_maxes[] = {64, 3};
     int m, a, b, l;
 
@@ -120,6 +158,7 @@ int main(int argc, char **argv)
                 oc_alg_t valg = algs[a] == OC_ALG_BRUCK ? OC_ALG_AUTO : algs[a];
                 oc_context_t *ctx = open_ctx(mode, algs[a], valg, list_maxes[l]);
                 oc_team_t *team = NULL;
+                int rounds = algs[a] == OC_ALG_PUT ? 3 : 0;
                 char label[96];
 
                 if (ctx == NULL)
@@ -128,9 +167,9 @@ int main(int argc, char **argv)
                          oc_alg_name(algs[a]), list_maxes[l]);
                 CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
                 for (b = 0; b < (int)(sizeof(blocks) / sizeof(blocks[0])); b++)
-                    test_alltoall(team, blocks[b], a + b, label);
-                test_alltoallv(team, 1, a, label);
-                test_alltoallv(team, 3001, a + 1, label);
+                    test_alltoall(team, blocks[b], a + b, rounds, algs[a], label);
+                test_alltoallv(team, 1, a, rounds, algs[a], label);
+                test_alltoallv(team, 3001, a + 1, rounds, algs[a], label);
                 CHECK_OC(oc_team_free(team));
                 CHECK_OC(oc_finalize(ctx));
             }

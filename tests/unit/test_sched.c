@@ -5,7 +5,11 @@
  * completes only once the peer has posted the matching receive. A schedule
  * that needs eager buffering, or that only works when every rank's lists
  * line up index by index, deadlocks here even where small messages pass.
- * Last, the copy tasks' strided copies against a byte-by-byte reference.
+ * The put algorithm runs three starts over its two landing zones on
+ * simulated windows, half the peers mapped (copies) and half not (puts); a
+ * rank moves on to its next start as soon as its last one is done, so the
+ * fastest run ahead. Last, the copy tasks' strided copies against a
+ * byte-by-byte reference.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,15 +19,16 @@
 #include <cmocka.h>
 
 #include "coll/oc_coll.h"
+#include "oc_runtime.h"
 #include "ut_data.h"
 
-enum { MAX_RANKS = 33, MAX_REPORTED = 5 };
+enum { MAX_RANKS = 33, MAX_REPORTED = 5, PUT_ROUNDS = 3 };
 
 static const size_t list_maxes[] = {2, 3, 4, 7, 64};
 static const size_t equal_blocks[] = {0, 1, 3, 16};
 static const size_t v_scales[] = {1, 3, 16};
 
-typedef enum { B_BURST, B_PAIRWISE, B_RINGK, B_BRUCK, B_CUSTOM } builder_kind_t;
+typedef enum { B_BURST, B_PAIRWISE, B_RINGK, B_BRUCK, B_PUT, B_CUSTOM } builder_kind_t;
 
 typedef struct {
     builder_kind_t kind;
@@ -33,7 +38,7 @@ typedef struct {
 
 static const char *builder_name(const builder_t *b)
 {
-    static const char *const names[] = {"burst", "pairwise", "ringk", "bruck", "custom"};
+    static const char *const names[] = {"burst", "pairwise", "ringk", "bruck", "put", "custom"};
     return names[b->kind];
 }
 
@@ -44,6 +49,7 @@ static oc_status_t build(const builder_t *b, const oc_coll_args_t *a, oc_sched_t
     case B_PAIRWISE: return oc_coll_alltoall_pairwise(a, s);
     case B_RINGK:    return oc_coll_alltoall_ringk(a, b->k, s);
     case B_BRUCK:    return oc_coll_alltoall_bruck(a, s);
+    case B_PUT:      return oc_coll_alltoall_put(a, s);
     default:         return b->fn(a, s);
     }
 }
@@ -75,6 +81,7 @@ typedef struct {
     oc_task_type_t waiting;
 } pairq_t;
 
+/* Schedules, receive buffers and write counts are by [round * n + rank]. */
 typedef struct {
     int n;
     const oc_sched_t *sched;
@@ -87,7 +94,16 @@ typedef struct {
     pairq_t *pairs;         /* by src * n + dst */
     char *err;
     size_t errlen;
+    int rounds;             /* starts each rank runs, one after another */
+    size_t *round;          /* the start each rank is in */
+    oc_win_t *wins;         /* put: each rank's window, its id the rank */
+    uint32_t (*avail)[2];   /* put: notifications arrived and not yet waited for */
 } net_t;
+
+static size_t at(const net_t *m, int r)
+{
+    return m->round[r] * (size_t)m->n + (size_t)r;
+}
 
 static int net_fail(net_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int net_fail(net_t *m, const char *fmt, ...)
@@ -105,14 +121,14 @@ static int net_fail(net_t *m, const char *fmt, ...)
  * schedule's scratch and are not counted. */
 static int note_write(net_t *m, int r, uintptr_t p, size_t len)
 {
-    uintptr_t b = (uintptr_t)m->rbuf[r], size = m->lay[r].rbytes;
+    uintptr_t b = (uintptr_t)m->rbuf[at(m, r)], size = m->lay[r].rbytes;
     if (len == 0 || p + len <= b || p >= b + size)
         return 0;
     if (p < b || p + len > b + size)
         return net_fail(m, "rank %d: a write of %zu bytes straddles the receive buffer", r, len);
     for (size_t i = 0; i < len; i++)
-        if (m->writes[r][p - b + i] < UINT8_MAX)
-            m->writes[r][p - b + i]++;
+        if (m->writes[at(m, r)][p - b + i] < UINT8_MAX)
+            m->writes[at(m, r)][p - b + i]++;
     return 0;
 }
 
@@ -156,14 +172,53 @@ static int post(net_t *m, int r, const oc_task_t *t)
     return 0;
 }
 
-/* A backend's order: the list's copies, in order, then its transfers. */
+/* A put lands at once: the simulator's network is never slow. */
+static int put_now(net_t *m, int r, const oc_task_t *t)
+{
+    const oc_win_t *w = &m->wins[t->peer];
+    uintptr_t base = (uintptr_t)w->base;
+    if (t->raddr < base || t->raddr + t->len > base + w->size)
+        return net_fail(m, "rank %d: a put of %zu bytes to rank %d lies outside its window", r,
+                        t->len, t->peer);
+    memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
+    return 0;
+}
+
+static int notify_now(net_t *m, int r, const oc_task_t *t)
+{
+    const oc_notify_msg_t *msg = t->src;
+    if (msg->win_id != (uint32_t)t->peer || msg->origin != r || msg->counter > 1)
+        return net_fail(m, "rank %d: a notification to rank %d names window %u, counter %u, "
+                        "origin %d", r, t->peer, msg->win_id, msg->counter, msg->origin);
+    m->avail[t->peer][msg->counter]++;
+    return 0;
+}
+
+/* A WAIT task leading the list: 1 while its notifications are missing. */
+static int wait_blocks(net_t *m, int r, const oc_task_t *t)
+{
+    size_t c = m->wins != NULL ? (size_t)((const oc_pe_counter_t *)t->obj - m->wins[r].counters)
+                               : 2;
+    if (c > 1)
+        return net_fail(m, "rank %d: a WAIT task on a counter that is not its window's", r);
+    if (m->avail[r][c] < t->count)
+        return 1;
+    m->avail[r][c] -= (uint32_t)t->count;
+    return 0;
+}
+
+/* A backend's order: the list's copies, in order, then its transfers.
+ * Returns 1 where the list must wait for notifications first. */
 static int post_list(net_t *m, int r)
 {
-    const oc_sched_t *s = &m->sched[r];
+    const oc_sched_t *s = &m->sched[at(m, r)];
     const oc_task_list_t *l = &s->lists[m->cur[r]];
     const oc_task_t *t = &s->tasks[l->first];
     size_t i, c;
+    int rc;
 
+    if (l->ntasks > 0 && t[0].type == OC_TASK_WAIT && (rc = wait_blocks(m, r, &t[0])) != 0)
+        return rc;
     for (i = 0; i < l->ntasks; i++)
         if (t[i].type == OC_TASK_COPY) {
             for (c = 0; c < t[i].count; c++) {
@@ -173,9 +228,31 @@ static int post_list(net_t *m, int r)
             }
             oc_task_do_copies(&t[i], 1);
         }
-    for (i = 0; i < l->ntasks; i++)
-        if (t[i].type != OC_TASK_COPY && post(m, r, &t[i]) != 0)
+    for (i = 0; i < l->ntasks; i++) {
+        switch (t[i].type) {
+        case OC_TASK_COPY:
+            rc = 0;
+            break;
+        case OC_TASK_WAIT: /* done above where it leads */
+            rc = i == 0 ? 0 : net_fail(m, "rank %d: list %zu: a WAIT task at %zu, not first", r,
+                                       m->cur[r], i);
+            break;
+        case OC_TASK_SEND:
+        case OC_TASK_RECV:
+            rc = post(m, r, &t[i]);
+            break;
+        case OC_TASK_PUT:
+            rc = put_now(m, r, &t[i]);
+            break;
+        case OC_TASK_NOTIFY:
+            rc = notify_now(m, r, &t[i]);
+            break;
+        default:
+            rc = net_fail(m, "rank %d: task %zu of list %zu: a FLUSH task", r, i, m->cur[r]);
+        }
+        if (rc != 0)
             return -1;
+    }
     m->posted[r] = 1;
     return 0;
 }
@@ -185,10 +262,14 @@ static void describe_deadlock(net_t *m)
     size_t len = 0;
     len += (size_t)snprintf(m->err, m->errlen, "deadlock:");
     for (int r = 0; r < m->n && len < m->errlen; r++) {
-        if (m->cur[r] >= m->sched[r].nlists)
+        const oc_sched_t *s = &m->sched[at(m, r)];
+        if (m->cur[r] >= s->nlists)
             continue;
-        len += (size_t)snprintf(m->err + len, m->errlen - len, " [rank %d in list %zu/%zu waits on",
-                                r, m->cur[r], m->sched[r].nlists);
+        len += (size_t)snprintf(m->err + len, m->errlen - len,
+                                " [rank %d in start %zu, list %zu/%zu waits on", r, m->round[r],
+                                m->cur[r], s->nlists);
+        if (!m->posted[r] && len < m->errlen)
+            len += (size_t)snprintf(m->err + len, m->errlen - len, " notifications");
         for (int p = 0; p < m->n * m->n && len < m->errlen; p++) {
             const pairq_t *q = &m->pairs[p];
             for (size_t i = q->head; i < q->len && len < m->errlen; i++)
@@ -202,25 +283,35 @@ static void describe_deadlock(net_t *m)
     }
 }
 
-/* Runs every rank's schedule to its end, list k+1 only after list k. */
+/* Runs every rank's schedules to their end, list k+1 only after list k,
+ * each start right after the rank's previous one. */
 static int net_run(net_t *m)
 {
     for (;;) {
         int moved = 0, busy = 0;
         for (int r = 0; r < m->n; r++) {
-            while (m->cur[r] < m->sched[r].nlists) {
-                if (m->posted[r]) {
+            for (;;) {
+                int rc;
+                if (m->cur[r] >= m->sched[at(m, r)].nlists) {
+                    if (m->round[r] + 1 >= (size_t)m->rounds)
+                        break;
+                    m->round[r]++;
+                    m->cur[r] = 0;
+                    moved = 1;
+                } else if (m->posted[r]) {
                     if (m->left[r] > 0)
                         break;
                     m->posted[r] = 0;
                     m->cur[r]++;
-                } else if (post_list(m, r) != 0) {
+                } else if ((rc = post_list(m, r)) < 0) {
                     return -1;
+                } else if (rc > 0) {
+                    break;
                 } else {
                     moved = 1;
                 }
             }
-            busy |= m->cur[r] < m->sched[r].nlists;
+            busy |= m->round[r] + 1 < (size_t)m->rounds || m->cur[r] < m->sched[at(m, r)].nlists;
         }
         if (!busy)
             return 0;
@@ -307,30 +398,93 @@ static int check_writes(const ut_layout_t *l, const unsigned char *writes, char 
     return rc;
 }
 
+/* The put algorithm's windows, as runtime/oc_persist.c lays them out: each
+ * rank's zone holds the other ranks' blocks in rank order, twice (by parity);
+ * odd ranks' windows are mapped in every other rank, even ones are not. */
+typedef struct {
+    oc_win_t wins[MAX_RANKS];
+    oc_win_peer_t peers[MAX_RANKS][MAX_RANKS];
+    oc_pe_counter_t counters[MAX_RANKS][2];
+    size_t landing[MAX_RANKS][MAX_RANKS], zone[MAX_RANKS];
+    size_t remote[MAX_RANKS][2][MAX_RANKS], local[MAX_RANKS][2][MAX_RANKS];
+    oc_coll_put_t zones[MAX_RANKS][2];
+    uint32_t avail[MAX_RANKS][2];
+} sim_put_t;
+
+static void sim_put_init(sim_put_t *z, int n, const ut_layout_t *lay)
+{
+    int r, q, p;
+    memset(z, 0, sizeof(*z));
+    for (r = 0; r < n; r++) {
+        for (q = 0; q < n; q++) {
+            z->landing[r][q] = z->zone[r];
+            if (q != r)
+                z->zone[r] += lay[r].rc[q];
+        }
+        z->wins[r].base = malloc(2 * z->zone[r] + 1);
+        z->wins[r].size = 2 * z->zone[r];
+        z->wins[r].counters = z->counters[r];
+        z->wins[r].peers = z->peers[r];
+    }
+    for (r = 0; r < n; r++)
+        for (q = 0; q < n; q++) {
+            z->peers[r][q].addr = (uint64_t)(uintptr_t)z->wins[q].base;
+            z->peers[r][q].size = z->wins[q].size;
+            z->peers[r][q].id = (uint32_t)q;
+            z->peers[r][q].ptr = q % 2 ? z->wins[q].base : NULL;
+            for (p = 0; p < 2; p++) {
+                z->remote[r][p][q] = (size_t)p * z->zone[q] + z->landing[q][r];
+                z->local[r][p][q] = (size_t)p * z->zone[r] + z->landing[r][q];
+            }
+        }
+    for (r = 0; r < n; r++)
+        for (p = 0; p < 2; p++) {
+            oc_coll_put_t zz = {&z->wins[r], (unsigned)p, z->remote[r][p], z->local[r][p]};
+            z->zones[r][p] = zz;
+        }
+}
+
+static void sim_put_fini(sim_put_t *z, int n)
+{
+    for (int r = 0; r < n; r++)
+        free(z->wins[r].base);
+}
+
 static int run_case(const case_t *c, char *err, size_t errlen)
 {
-    int n = c->n, r, rc = 0;
+    enum { MAX = PUT_ROUNDS * MAX_RANKS };
+    int n = c->n, rounds = c->b->kind == B_PUT ? PUT_ROUNDS : 1, r, k, rc = 0;
     ut_layout_t lay[MAX_RANKS];
-    oc_sched_t sched[MAX_RANKS];
-    unsigned char *sbuf[MAX_RANKS], *rbuf[MAX_RANKS], *writes[MAX_RANKS];
-    size_t cur[MAX_RANKS] = {0}, left[MAX_RANKS] = {0};
+    oc_sched_t sched[MAX];
+    unsigned char *sbuf[MAX], *rbuf[MAX], *writes[MAX];
+    size_t cur[MAX_RANKS] = {0}, left[MAX_RANKS] = {0}, round[MAX_RANKS] = {0};
     int posted[MAX_RANKS] = {0};
-    net_t m = {n, sched, lay, rbuf, writes, cur, left, posted, NULL, err, errlen};
+    sim_put_t *z = NULL;
+    net_t m = {n, sched, lay, rbuf, writes, cur, left, posted, NULL, err, errlen, rounds, round,
+               NULL, NULL};
 
     err[0] = '\0';
-    for (r = 0; r < n; r++) {
+    for (r = 0; r < n; r++)
+        ut_layout_init(&lay[r], c->shape, r, n, c->scale);
+    if (c->b->kind == B_PUT) {
+        z = malloc(sizeof(*z));
+        sim_put_init(z, n, lay);
+        m.wins = z->wins;
+        m.avail = z->avail;
+    }
+    for (k = 0; k < rounds * n; k++) {
         oc_coll_args_t a;
         oc_status_t st;
-        ut_layout_init(&lay[r], c->shape, r, n, c->scale);
-        sbuf[r] = malloc(lay[r].sbytes + 1);
-        rbuf[r] = malloc(lay[r].rbytes + 1);
-        writes[r] = calloc(1, lay[r].rbytes + 1);
-        ut_fill(&lay[r], sbuf[r], rbuf[r], 0);
+        r = k % n;
+        sbuf[k] = malloc(lay[r].sbytes + 1);
+        rbuf[k] = malloc(lay[r].rbytes + 1);
+        writes[k] = calloc(1, lay[r].rbytes + 1);
+        ut_fill(&lay[r], sbuf[k], rbuf[k], k / n);
         memset(&a, 0, sizeof(a));
         a.rank = r;
         a.size = n;
-        a.sbuf = (const char *)sbuf[r];
-        a.rbuf = (char *)rbuf[r];
+        a.sbuf = (const char *)sbuf[k];
+        a.rbuf = (char *)rbuf[k];
         a.block = c->scale;
         if (c->shape != UT_EQUAL) {
             a.scounts = lay[r].sc;
@@ -338,38 +492,45 @@ static int run_case(const case_t *c, char *err, size_t errlen)
             a.rcounts = lay[r].rc;
             a.rdispls = lay[r].rd;
         }
-        oc_sched_init(&sched[r], c->list_max);
-        st = build(c->b, &a, &sched[r]);
+        if (z != NULL)
+            a.put = &z->zones[r][(k / n) % 2];
+        oc_sched_init(&sched[k], c->list_max);
+        st = build(c->b, &a, &sched[k]);
         if (rc == 0 && st != OC_OK) {
             snprintf(err, errlen, "rank %d: the builder returned %s (%s)", r,
                      oc_status_string(st), oc_last_error());
             rc = -1;
         }
         if (rc == 0)
-            rc = check_shape(c, r, &sched[r], err, errlen);
+            rc = check_shape(c, r, &sched[k], err, errlen);
     }
     m.pairs = calloc((size_t)n * (size_t)n, sizeof(*m.pairs));
     if (rc == 0)
         rc = net_run(&m);
-    for (r = 0; r < n && rc == 0; r++) {
-        long bad = ut_check(&lay[r], rbuf[r], 0);
+    for (k = 0; k < rounds * n && rc == 0; k++) {
+        long bad = ut_check(&lay[k % n], rbuf[k], k / n);
         if (bad >= 0) {
-            snprintf(err, errlen, "rank %d: receive byte %ld is wrong", r, bad);
+            snprintf(err, errlen, "rank %d, start %d: receive byte %ld is wrong", k % n, k / n,
+                     bad);
             rc = -1;
         }
     }
-    for (r = 0; r < n && rc == 0; r++)
-        rc = check_writes(&lay[r], writes[r], err, errlen);
+    for (k = 0; k < rounds * n && rc == 0; k++)
+        rc = check_writes(&lay[k % n], writes[k], err, errlen);
     for (r = 0; r < n * n; r++)
         free(m.pairs[r].q);
     free(m.pairs);
-    for (r = 0; r < n; r++) {
-        oc_sched_fini(&sched[r]);
-        ut_layout_fini(&lay[r]);
-        free(sbuf[r]);
-        free(rbuf[r]);
-        free(writes[r]);
+    for (k = 0; k < rounds * n; k++) {
+        oc_sched_fini(&sched[k]);
+        free(sbuf[k]);
+        free(rbuf[k]);
+        free(writes[k]);
     }
+    for (r = 0; r < n; r++)
+        ut_layout_fini(&lay[r]);
+    if (z != NULL)
+        sim_put_fini(z, n);
+    free(z);
     return rc;
 }
 
@@ -415,7 +576,7 @@ static void test_bruck_refuses_counts(void **state)
 {
     size_t counts[2] = {1, 1}, displs[2] = {0, 1};
     char sbuf[2], rbuf[2];
-    oc_coll_args_t a = {0, 2, sbuf, rbuf, 1, counts, displs, counts, displs, 1};
+    oc_coll_args_t a = {0, 2, sbuf, rbuf, 1, counts, displs, counts, displs, 1, NULL};
     oc_sched_t s;
     (void)state;
     oc_sched_init(&s, 64);
@@ -525,7 +686,7 @@ static void test_simulator_catches(void **state)
 }
 
 static builder_t burst = {B_BURST, 0, NULL}, pairwise = {B_PAIRWISE, 0, NULL},
-                 bruck = {B_BRUCK, 0, NULL};
+                 bruck = {B_BRUCK, 0, NULL}, put = {B_PUT, 0, NULL};
 static builder_t ring1 = {B_RINGK, 1, NULL}, ring2 = {B_RINGK, 2, NULL},
                  ring3 = {B_RINGK, 3, NULL}, ring5 = {B_RINGK, 5, NULL};
 
@@ -547,6 +708,8 @@ int main(void)
         CASE("alltoallv ringk k=2", test_alltoallv, ring2),
         CASE("alltoallv ringk k=3", test_alltoallv, ring3),
         CASE("alltoallv ringk k=5", test_alltoallv, ring5),
+        CASE("alltoall put", test_alltoall, put),
+        CASE("alltoallv put", test_alltoallv, put),
         cmocka_unit_test(test_bruck_refuses_counts),
         cmocka_unit_test(test_simulator_catches),
         cmocka_unit_test(test_copy_box),

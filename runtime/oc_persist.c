@@ -1,0 +1,142 @@
+/* Agreement of the members of a persistent all-to-all, and the put algorithm's zones. */
+#include "oc_persist.h"
+#include "oc_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a member tells each other member (and itself) at set-up. */
+typedef struct {
+    int32_t valid;      /* 0: the sender refused its arguments; the rest is zero */
+    int32_t alg;
+    uint64_t sends;     /* bytes the sender sends to the receiver */
+    uint64_t expects;   /* bytes the sender expects from the receiver */
+    uint64_t landing;   /* put: where the receiver's block lands in the sender's window */
+    uint64_t zone;      /* put: one parity's landing zone in the sender's window */
+} persist_msg_t;
+
+static const char *side_word(int v, char side)
+{
+    return v ? (side == 's' ? "scounts" : "rcounts") : "block_bytes";
+}
+
+/* This member's view of what peer r said; OC_OK or the first disagreement. */
+static oc_status_t check_peer(const char *fn, const oc_team_t *team, int v, const oc_coll_args_t *a,
+                              oc_alg_t alg, int r, const persist_msg_t *m)
+{
+    size_t rc = oc_coll_rcount(a, r), sc = oc_coll_scount(a, r);
+    if (!m->valid)
+        return oc_error(OC_ERR_MISMATCH, "%s: rank %d refused its arguments (oc_last_error() "
+                        "there says why)", fn, r);
+    if (m->sends != rc && v)
+        return oc_error(OC_ERR_MISMATCH, "%s: rank %d sends %llu bytes to rank %d, but "
+                        "rcounts[%d]=%zu there", fn, r, (unsigned long long)m->sends, team->rank,
+                        r, rc);
+    if (m->sends != rc)
+        return oc_error(OC_ERR_MISMATCH, "%s: rank %d passed block_bytes=%llu, rank %d %zu "
+                        "(block_bytes must agree)", fn, r, (unsigned long long)m->sends,
+                        team->rank, rc);
+    if (m->expects != sc)
+        return oc_error(OC_ERR_MISMATCH, "%s: rank %d expects %llu bytes from rank %d, but "
+                        "%s[%d]=%zu there", fn, r, (unsigned long long)m->expects, team->rank,
+                        side_word(v, 's'), r, sc);
+    if (((oc_alg_t)m->alg == OC_ALG_BRUCK) != (alg == OC_ALG_BRUCK))
+        return oc_error(OC_ERR_MISMATCH, "%s: rank %d runs algorithm %s, rank %d %s: Bruck's "
+                        "messages pair only with Bruck's (OC_ALLTOALL_ALG must agree)",
+                        fn, r, oc_alg_name((oc_alg_t)m->alg), team->rank, oc_alg_name(alg));
+    return OC_OK;
+}
+
+/* Own landing zones: the peers' blocks one after another, rank order. */
+static void fill_messages(const oc_team_t *team, const oc_coll_args_t *a, oc_alg_t alg,
+                          persist_msg_t *out)
+{
+    uint64_t at = 0;
+    int r;
+    for (r = 0; r < team->size; r++) {
+        out[r].valid = 1;
+        out[r].alg = (int32_t)alg;
+        out[r].sends = oc_coll_scount(a, r);
+        out[r].expects = oc_coll_rcount(a, r);
+        out[r].landing = at;
+        if (r != team->rank)
+            at += out[r].expects;
+    }
+    for (r = 0; r < team->size; r++)
+        out[r].zone = at;
+}
+
+static oc_status_t put_setup(const char *fn, oc_team_t *team, const persist_msg_t *out,
+                             const persist_msg_t *in, oc_persist_put_t *put)
+{
+    size_t n = (size_t)team->size, zone = out[0].zone, *remote, *local;
+    oc_status_t st;
+    int p;
+    size_t r;
+
+    put->at = malloc(4 * n * sizeof(*put->at));
+    st = put->at != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "%s: put offsets", fn);
+    /* The window votes: a member short of memory fails every member. */
+    st = oc_win_create_internal(fn, team, 2 * zone, 2, st, &put->win);
+    if (st != OC_OK)
+        return st;
+    for (p = 0; p < 2; p++) {
+        remote = put->at + (size_t)p * n;
+        local = put->at + (2 + (size_t)p) * n;
+        for (r = 0; r < n; r++) {
+            remote[r] = (size_t)p * in[r].zone + in[r].landing;
+            local[r] = (size_t)p * zone + out[r].landing;
+        }
+        put->zones[p].win = put->win;
+        put->zones[p].counter = (unsigned)p;
+        put->zones[p].remote = remote;
+        put->zones[p].local = local;
+    }
+    return OC_OK;
+}
+
+oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, int v,
+                             const oc_coll_args_t *a, oc_alg_t *alg, oc_alg_t fallback,
+                             oc_persist_put_t *put)
+{
+    int n = team->size, r, all_put = 1;
+    persist_msg_t *out = calloc(2 * (size_t)n, sizeof(*out)), *in = out + n;
+    char detail[1024], what[96];
+    oc_status_t xst;
+
+    memset(put, 0, sizeof(*put));
+    if (out == NULL)
+        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
+    snprintf(detail, sizeof(detail), "%s", oc_last_error());
+    if (st == OC_OK)
+        fill_messages(team, a, *alg, out);
+    xst = oc_team_alltoall(team, out, sizeof(*out), in);
+    if (xst != OC_OK) {
+        free(out);
+        oc_error_append(" (%s: agreeing with the other members)", fn);
+        return st != OC_OK ? oc_error(st, "%s", detail) : xst;
+    }
+    if (st != OC_OK)
+        oc_error(st, "%s", detail);
+    for (r = 0; r < n && st == OC_OK; r++) {
+        st = check_peer(fn, team, v, a, *alg, r, &in[r]);
+        all_put &= (oc_alg_t)in[r].alg == OC_ALG_PUT;
+    }
+    snprintf(what, sizeof(what), "%s: refused", fn);
+    st = oc_team_vote(team, st, what);
+    if (st == OC_OK && *alg == OC_ALG_PUT && !all_put)
+        *alg = fallback;
+    if (st == OC_OK && *alg == OC_ALG_PUT)
+        st = put_setup(fn, team, out, in, put);
+    free(out);
+    return st;
+}
+
+void oc_persist_put_fini(oc_persist_put_t *put, int keep_win)
+{
+    if (put->win != NULL && !keep_win)
+        oc_win_release(put->win);
+    free(put->at);
+    memset(put, 0, sizeof(*put));
+}

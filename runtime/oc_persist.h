@@ -1,0 +1,32 @@
+/*
+ * Set-up of persistent all-to-alls (oc_alltoall_init, oc_alltoallv_init):
+ * the members agree on the algorithm and check each other's block sizes
+ * before any start, and the put algorithm gets its window of landing zones.
+ */
+#ifndef OC_PERSIST_H
+#define OC_PERSIST_H
+
+#include "coll/oc_coll.h"
+#include "oc_runtime.h"
+
+/* The put algorithm's window and the zones of both parities. */
+typedef struct {
+    oc_win_t *win;
+    size_t *at;                 /* remote[2][size] then local[2][size] */
+    oc_coll_put_t zones[2];     /* by parity of the start */
+} oc_persist_put_t;
+
+/* Collective: every member passes its status so far (st) and its choice of
+ * algorithm (*alg); a failure anywhere fails all. Checks that each block
+ * sent is as large as its receiver expects and that the choices can work
+ * together. The put algorithm runs only where every member chose it; a
+ * member that chose it alone falls back to `fallback`. With put agreed,
+ * fills *put (window included; oc_persist_put_fini releases it). */
+oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, int v,
+                             const oc_coll_args_t *a, oc_alg_t *alg, oc_alg_t fallback,
+                             oc_persist_put_t *put);
+
+/* Frees put's offsets; the window too unless keep_win. */
+void oc_persist_put_fini(oc_persist_put_t *put, int keep_win);
+
+#endif
