@@ -26,8 +26,8 @@ set datafile separator ","
 set datafile missing NaN
 set datafile columnheaders
 
-impls = "mpi_blocking mpi_nb oc_inline oc_thread"
-colour(i) = word("#000000 #1f77b4 #ff7f0e #2ca02c", i)
+impls = "mpi_blocking mpi_nb oc_inline oc_thread oc_persist"
+colour(i) = word("#000000 #1f77b4 #ff7f0e #2ca02c #9467bd", i)
 pick(name, col) = strcol(1) eq name ? column(col) : NaN
 
 # Tics at every power of 4, labelled 1, 4, ... 256, 1K, 4K ... 1M, 4M ...
@@ -45,9 +45,9 @@ set multiplot layout 1,2 title title font ",13"
 set title "Overlap (higher is better; dashed: copy bound of this host)"
 set ylabel "overlap %"
 set yrange [0:105]
-plot for [i=2:4] csv using 3:(pick(word(impls, i), "overlap_pct")) \
+plot for [i=2:5] csv using 3:(pick(word(impls, i), "overlap_pct")) \
         with linespoints lw 2 pt 7 ps 0.8 lc rgb colour(i) title word(impls, i), \
-     for [i=3:4] csv using 3:(pick(word(impls, i), "bound_pct")) \
+     for [i=3:5] csv using 3:(pick(word(impls, i), "bound_pct")) \
         with lines dt 2 lc rgb colour(i) title "bound ".word(impls, i)
 
 set title "Pure communication time (start + wait)"
@@ -55,7 +55,7 @@ set ylabel "latency (us)"
 set logscale y 10
 set yrange [*:*]
 set format y "%g"
-plot for [i=1:4] csv using 3:(pick(word(impls, i), "pure_us")) \
+plot for [i=1:5] csv using 3:(pick(word(impls, i), "pure_us")) \
         with linespoints lw 2 pt 7 ps 0.8 lc rgb colour(i) title word(impls, i)
 
 unset multiplot

@@ -231,7 +231,12 @@ oc_status_t oc_ialltoallv(oc_team_t *team,
 
 /** Persistent forms (MPI-4 semantics): collective set-up, once, that builds
  *  the schedule; the request starts inactive and is started with oc_start as
- *  many times as needed, each start completed by oc_test/oc_wait. */
+ *  many times as needed, each start completed by oc_test/oc_wait. The set-up
+ *  returns once every member has called it: counts that disagree between
+ *  members (OC_ERR_MISMATCH, the pair named) or a refused argument on any
+ *  member fail it on all. With the put algorithm the request owns a window
+ *  (twice the bytes received from the peers), and a failed start makes it
+ *  refuse further starts (free it and set it up again). */
 oc_status_t oc_alltoall_init(oc_team_t *team, const void *sbuf, void *rbuf,
                              size_t block_bytes, oc_request_t **req);
 oc_status_t oc_alltoallv_init(oc_team_t *team,
@@ -241,7 +246,8 @@ oc_status_t oc_alltoallv_init(oc_team_t *team,
                               const size_t *rcounts, const size_t *rdispls,
                               oc_request_t **req);
 
-/** Starts an inactive persistent request; OC_ERR_BUSY if it is active. */
+/** Starts an inactive persistent request; OC_ERR_BUSY if it is active,
+ *  OC_ERR_INVALID_ARG for a put request whose earlier start failed. */
 oc_status_t oc_start(oc_request_t *req);
 
 /** OC_OK when the operation has completed (the request becomes inactive, or

@@ -128,6 +128,87 @@ static void mismatched_counts(oc_team_t *team)
     free(s); free(r); free(sc); free(rc); free(d);
 }
 
+/* A persistent set-up that one rank would refuse is refused by all, at the
+ * set-up: counts that disagree, block sizes that disagree, a bad argument on
+ * one rank only (none is left waiting for the others). */
+static void persistent_refusals(oc_team_t *team)
+{
+    size_t n = (size_t)nprocs;
+    char *s = calloc(n, 64), *r = calloc(n, 64), want[96];
+    size_t *sc = calloc(n, sizeof(size_t)), *rc = calloc(n, sizeof(size_t));
+    size_t *d = calloc(n, sizeof(size_t));
+    oc_request_t *req = NULL;
+    oc_status_t st;
+
+    if (nprocs < 2) {
+        free(s); free(r); free(sc); free(rc); free(d);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sc[i] = rc[i] = 16;
+        d[i] = i * 64;
+    }
+    if (rank == 1)
+        rc[0] = 32; /* rank 0 sends 16 bytes, rank 1 expects 32 */
+    st = oc_alltoallv_init(team, s, 64 * n, sc, d, r, 64 * n, rc, d, &req);
+    CHECK(st == OC_ERR_MISMATCH && req == NULL, "alltoallv_init with disagreeing counts: %s",
+          oc_status_string(st));
+    if (rank == 0)
+        CHECK(strstr(oc_last_error(), "rank 1 expects 32 bytes from rank 0, but scounts[1]=16") !=
+                  NULL, "rank 0: %s", oc_last_error());
+    else if (rank == 1)
+        CHECK(strstr(oc_last_error(), "rank 0 sends 16 bytes to rank 1, but rcounts[0]=32") !=
+                  NULL, "rank 1: %s", oc_last_error());
+    else
+        CHECK(strstr(oc_last_error(), "refused on rank 0") != NULL, "rank %d: %s", rank,
+              oc_last_error());
+
+    st = oc_alltoall_init(team, s, r, rank == (int)n - 1 ? 8 : 16, &req);
+    CHECK(st == OC_ERR_MISMATCH && req == NULL, "alltoall_init with disagreeing block_bytes: %s",
+          oc_status_string(st));
+    CHECK(strstr(oc_last_error(), "block_bytes") != NULL || strstr(oc_last_error(), "refused")
+          != NULL, "rank %d: %s", rank, oc_last_error());
+
+    st = oc_alltoall_init(team, s, rank == 0 ? NULL : r, 16, &req);
+    snprintf(want, sizeof(want), "%s", rank == 0 ? "rbuf is NULL" : "rank 0 refused its arguments");
+    CHECK(st != OC_OK && req == NULL && strstr(oc_last_error(), want) != NULL,
+          "rank %d: a bad argument on rank 0 only: %s: %s", rank, oc_status_string(st),
+          oc_last_error());
+    free(s); free(r); free(sc); free(rc); free(d);
+}
+
+/* put chosen on rank 0 alone: every rank falls back, and the data arrive. */
+static void put_on_one_rank(void)
+{
+    size_t n = (size_t)nprocs, i;
+    char *s = calloc(n, 16), *r = calloc(n, 16);
+    oc_context_t *ctx = check_open(OC_PROGRESS_THREAD, 60, NULL);
+    oc_config_t cfg;
+    oc_team_t *team = NULL;
+    oc_request_t *req = NULL;
+
+    oc_context_config(ctx, &cfg);
+    CHECK_OC(oc_finalize(ctx));
+    cfg.alltoall_alg = rank == 0 ? OC_ALG_PUT : OC_ALG_BURST;
+    ctx = NULL;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    for (i = 0; i < 16 * n; i++)
+        s[i] = (char)(rank * 16 + (int)(i / 16));
+    CHECK_OC(oc_alltoall_init(team, s, r, 16, &req));
+    CHECK(nprocs == 1 || oc_request_alg(req) == OC_ALG_BURST, "rank %d runs %s", rank,
+          oc_alg_name(oc_request_alg(req)));
+    CHECK_OC(oc_start(req));
+    CHECK_OC(oc_wait(req));
+    for (i = 0; i < 16 * n; i++)
+        CHECK(r[i] == (char)((int)(i / 16) * 16 + rank), "byte %zu from rank %zu", i, i / 16);
+    CHECK_OC(oc_request_free(req));
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(s);
+    free(r);
+}
+
 /* As mismatched_counts, with one list per pairwise stage: rank 1's mismatch
  * (stage 1) must not keep its stage-2 message from rank 0. A short timeout
  * turns a rank left waiting into a failed check instead of a stalled test. */
@@ -250,11 +331,13 @@ int main(int argc, char **argv)
         bad_arguments(team);
         active_request(team);
         mismatched_counts(team);
+        persistent_refusals(team);
         mismatch_in_early_list(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD);
         CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "not freed");
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }
+    put_on_one_rank();
     verbs_peer_limit();
     return check_finish("test_errors");
 }

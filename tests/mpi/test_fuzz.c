@@ -244,8 +244,9 @@ static void free_op(op_t *op)
 
 static void fuzz_context(int ci, uint64_t seed)
 {
+    /* put applies to the persistent operations; the others fall back */
     static const oc_alg_t algs[] = {OC_ALG_AUTO, OC_ALG_BURST, OC_ALG_PAIRWISE, OC_ALG_RINGK,
-                                    OC_ALG_BRUCK};
+                                    OC_ALG_PUT, OC_ALG_BRUCK};
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
@@ -256,8 +257,8 @@ static void fuzz_context(int ci, uint64_t seed)
     if (!ok(oc_config_init(&cfg), "oc_config_init"))
         return;
     cfg.progress = below(3) == 0 ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
-    cfg.alltoall_alg = algs[below(5)];
-    cfg.alltoallv_alg = algs[below(4)];
+    cfg.alltoall_alg = algs[below(6)];
+    cfg.alltoallv_alg = algs[below(5)];
     cfg.list_max = 2 + (unsigned)below(9);
     cfg.ringk = 1 + (unsigned)below((size_t)nprocs + 1);
     cfg.bruck_max = below(2) ? 0 : below(5000);
