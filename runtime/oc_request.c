@@ -236,6 +236,15 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t 
     return OC_OK;
 }
 
+/* Undoes req_register. */
+static void req_unregister(oc_request_t *req)
+{
+    oc_team_t *team = req->team;
+    req_destroy(req);
+    atomic_fetch_sub(&team->nrequests, 1);
+    atomic_fetch_sub(&team->ctx->nrequests, 1);
+}
+
 /* The request, its in-place copy and its choice of algorithm. args->sbuf
  * OC_IN_PLACE: the schedule sends from a copy of the inplace bytes of rbuf,
  * made by a list of its own before the algorithm's, so that the copy is the
@@ -339,8 +348,8 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     else
         st = req_register(fn, req, out);
     st = oc_team_vote(team, st, fn);
-    if (st != OC_OK && *out != NULL) {
-        oc_request_free(*out);
+    if (st != OC_OK && *out != NULL) { /* never started: nothing can be on its way here */
+        req_unregister(*out);
         *out = NULL;
     }
     return st;
@@ -669,17 +678,22 @@ oc_status_t oc_wait(oc_request_t *req)
 
 oc_status_t oc_request_free(oc_request_t *req)
 {
-    oc_team_t *team;
+    oc_status_t st = OC_OK;
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_request_free: req is NULL");
     if (req_state(req) == OC_REQ_ACTIVE)
         return oc_error(OC_ERR_BUSY,
                         "oc_request_free: req is active; complete it with oc_wait or oc_test");
-    team = req->team;
-    req_destroy(req);
-    atomic_fetch_sub(&team->nrequests, 1);
-    atomic_fetch_sub(&team->ctx->nrequests, 1);
-    return OC_OK;
+    /* A peer may have started a round this member never will (it then
+     * timed out): its blocks may still be on their way here. Once every
+     * member has come this far they have arrived, each peer's messages
+     * arriving in order (as in oc_win_free). Should the vote fail, the
+     * window goes all the same: after OC_TIMEOUT_S nothing is in flight. */
+    if (req->win != NULL)
+        st = oc_team_vote(req->team, OC_OK,
+                          "oc_request_free: a put request is freed by every member");
+    req_unregister(req);
+    return st;
 }
 
 oc_alg_t oc_request_alg(const oc_request_t *req)
