@@ -204,6 +204,7 @@ static void req_destroy(oc_request_t *req)
         oc_win_release(req->win);
     free(req->stuck_on);
     free(req->inplace);
+    free(req->put_peers);
     free(req);
 }
 
@@ -338,6 +339,11 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     }
     req->win = put.win;
     req->nsched = 2;
+    req->put_peers = calloc((size_t)team->size, 1);
+    if (req->put_peers == NULL)
+        st = oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
+    for (i = 0; st == OC_OK && i < (unsigned)team->size; i++)
+        req->put_peers[i] = (unsigned char)oc_coll_put_pair(args, (int)i);
     for (i = 0; i < 2 && st == OC_OK; i++) {
         args->put = &put.zones[i];
         st = req_build(fn, req, args, inplace, i);
@@ -620,6 +626,25 @@ static int presence_complete(const oc_request_t *req)
     return 1;
 }
 
+/* A put request also knows whose blocks of the timed-out start never came:
+ * every peer it exchanges anything with notifies the start's counter once. */
+static void put_report(oc_request_t *req)
+{
+    const oc_team_t *team = req->team;
+    uint32_t started = atomic_load(&req->starts), p = (started - 1) % 2;
+    uint32_t rounds = (started - 1 - p) / 2 + 1; /* starts of this parity */
+    int q, missing = 0;
+
+    oc_error_append("; blocks that never came:");
+    for (q = 0; q < team->size; q++)
+        if (req->put_peers[q] &&
+            atomic_load_explicit(&req->win->from[(size_t)p * (size_t)team->size + (size_t)q],
+                                 memory_order_relaxed) < rounds)
+            oc_error_append("%s from %d", missing++ ? "," : "", q);
+    if (!missing)
+        oc_error_append(" none");
+}
+
 /* The deadline passed: ask the peers who has started the operation, give them
  * a moment to answer (the operation may still complete meanwhile), then cancel
  * it and say who never took part. */
@@ -656,6 +681,8 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
             req->timeout_report(req);
         else
             oc_diag_report(req);
+        if (req->win != NULL)
+            put_report(req);
     }
     free(req->presence);
     req->presence = NULL;

@@ -59,6 +59,8 @@ typedef struct oc_request {
     oc_pe_exec_t *x;
     oc_win_t *win;                  /* the put algorithm's landing zones, the request's own */
     oc_status_t broken;             /* put: an earlier start's failure; no restart */
+    unsigned char *put_peers;       /* put: by rank, whether the pair exchanges anything
+                                       (and so notifies each start) */
     _Atomic uint32_t state;
     oc_status_t result;             /* written before state becomes DONE */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */

@@ -4,16 +4,17 @@
 
 /* Each block goes straight into its receiver's landing zone, followed by a
  * notification; the receiver's engine waits for one notification per peer,
- * then copies the zone out into rbuf. An empty block is notified too unless
- * the pair exchanges nothing either way: that keeps every pair that writes
- * into the other's zones in step, so a peer can be at most one start ahead
- * and two landing zones, alternating by start, are enough (a peer that owed
- * this rank nothing could otherwise run two starts ahead and overwrite a
- * zone not yet copied out). A receiver
- * whose window is mapped here (shared memory) gets the block by one copy of
- * this rank's engine instead of a put. No tags and no rendezvous: on shared
- * memory a block costs two memcpys, one on each side, where UCX's rendezvous
- * costs a kernel copy of about twice a memcpy on the receiver alone. */
+ * then copies the zone out into rbuf. A receiver whose window is mapped here
+ * (shared memory) gets the block by one copy of this rank's engine instead of
+ * a put. No tags and no rendezvous: on shared memory a block costs two
+ * memcpys, one on each side, where UCX's rendezvous costs a kernel copy of
+ * about twice a memcpy on the receiver alone.
+ *
+ * An empty block is notified too, unless the pair exchanges nothing either
+ * way. That keeps every pair that writes into the other's zones in step, so
+ * a peer is at most one start ahead and two zones, alternating by start, are
+ * enough: a peer that owed this rank nothing could otherwise run two starts
+ * ahead and overwrite a zone not yet copied out. */
 oc_status_t oc_coll_alltoall_put(const oc_coll_args_t *a, oc_sched_t *s)
 {
     const oc_coll_put_t *z = a->put;
@@ -41,10 +42,9 @@ oc_status_t oc_coll_alltoall_put(const oc_coll_args_t *a, oc_sched_t *s)
         const char *src = a->sbuf + oc_coll_sdispl(a, q);
         char *mapped = win->peers[q].ptr;
         oc_notify_msg_t *m = &msgs[q];
-
         size_t k = 0;
 
-        if (len == 0 && oc_coll_rcount(a, q) == 0)
+        if (!oc_coll_put_pair(a, q))
             continue;
         expected++;
         m->type = OC_MSG_NOTIFY;

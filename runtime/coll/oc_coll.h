@@ -49,6 +49,13 @@ static inline size_t oc_coll_rdispl(const oc_coll_args_t *a, int p)
     return a->rdispls ? a->rdispls[p] : (size_t)p * a->block;
 }
 
+/* put: whether this rank and peer q exchange anything, either way; such a
+ * pair notifies each other every start, the others never. */
+static inline int oc_coll_put_pair(const oc_coll_args_t *a, int q)
+{
+    return q != a->rank && (oc_coll_scount(a, q) > 0 || oc_coll_rcount(a, q) > 0);
+}
+
 /* ring-k: stage s exchanges with the k peers at distances (s-1)k+1 .. sk. */
 oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched_t *s);
 oc_status_t oc_coll_alltoall_burst(const oc_coll_args_t *a, oc_sched_t *s);

@@ -63,11 +63,14 @@ static void skip_case(oc_progress_mode_t mode, oc_alg_t alg, int persistent)
         CHECK(waited >= 1.0 && waited < 5.0, "gave up after %.2f s with OC_TIMEOUT_S=1", waited);
         if (rank == 0)
             printf("rank 0 [%s]: %s\n", name, oc_last_error());
-        /* Late blocks could still land in a put request's zones. */
-        if (persistent && alg == OC_ALG_PUT)
+        if (persistent && alg == OC_ALG_PUT) {
+            snprintf(want, sizeof(want), "blocks that never came: from %d", skipper);
+            CHECK(strstr(oc_last_error(), want) != NULL, "[%s] %s", name, oc_last_error());
+            /* Late blocks could still land in the request's zones. */
             CHECK(oc_start(req) == OC_ERR_INVALID_ARG &&
                       strstr(oc_last_error(), "failed earlier") != NULL,
                   "[%s] a restart after the timeout: %s", name, oc_last_error());
+        }
     }
     /* Requests are freed once every rank is done: the skipper must still hold
        its persistent request while the others ask about it (one that is
