@@ -263,7 +263,8 @@ oc_status_t oc_wait(oc_request_t *req);
 /** Releases a request that is not active (OC_ERR_BUSY otherwise). Local,
  *  except for a put request: every member frees it, in the same order as
  *  the team's other collectives, so that no peer's blocks are still on
- *  their way into its window (as oc_win_free). */
+ *  their way into its window (as oc_win_free). Any status other than
+ *  OC_ERR_BUSY (a put request's failed agreement too) means it is gone. */
 oc_status_t oc_request_free(oc_request_t *req);
 
 /** The algorithm a request runs (after auto selection); OC_ALG_AUTO for a

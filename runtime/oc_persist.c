@@ -9,7 +9,8 @@
 /* What a member tells each other member (and itself) at set-up. */
 typedef struct {
     int32_t valid;      /* 0: the sender refused its arguments; the rest is zero */
-    int32_t alg;
+    int32_t alg;        /* the sender's choice */
+    int32_t fallback;   /* what it runs if put is not agreed */
     uint64_t sends;     /* bytes the sender sends to the receiver */
     uint64_t expects;   /* bytes the sender expects from the receiver */
     uint64_t landing;   /* put: where the receiver's block lands in the sender's window */
@@ -21,10 +22,22 @@ static const char *side_word(int v, char side)
     return v ? (side == 's' ? "scounts" : "rcounts") : "block_bytes";
 }
 
-/* This member's view of what peer r said; OC_OK or the first disagreement. */
-static oc_status_t check_peer(const char *fn, const oc_team_t *team, int v, const oc_coll_args_t *a,
-                              oc_alg_t alg, int r, const persist_msg_t *m)
+/* What a member runs: put where every member chose it, else its choice,
+ * put falling back. */
+static oc_alg_t runs(oc_alg_t choice, oc_alg_t fallback, int all_put)
 {
+    if (all_put)
+        return OC_ALG_PUT;
+    return choice == OC_ALG_PUT ? fallback : choice;
+}
+
+/* This member's view of what peer r said; OC_OK or the first disagreement.
+ * alg: what this member runs. */
+static oc_status_t check_peer(const char *fn, const oc_team_t *team, int v, const oc_coll_args_t *a,
+                              oc_alg_t alg, int all_put, int r, const persist_msg_t *m)
+{
+    oc_alg_t peer_alg = runs((oc_alg_t)m->alg, (oc_alg_t)m->fallback, all_put);
+
     size_t rc = oc_coll_rcount(a, r), sc = oc_coll_scount(a, r);
     if (!m->valid)
         return oc_error(OC_ERR_MISMATCH, "%s: rank %d refused its arguments (oc_last_error() "
@@ -41,22 +54,24 @@ static oc_status_t check_peer(const char *fn, const oc_team_t *team, int v, cons
         return oc_error(OC_ERR_MISMATCH, "%s: rank %d expects %llu bytes from rank %d, but "
                         "%s[%d]=%zu there", fn, r, (unsigned long long)m->expects, team->rank,
                         side_word(v, 's'), r, sc);
-    if (((oc_alg_t)m->alg == OC_ALG_BRUCK) != (alg == OC_ALG_BRUCK))
+    if ((peer_alg == OC_ALG_BRUCK) != (alg == OC_ALG_BRUCK))
         return oc_error(OC_ERR_MISMATCH, "%s: rank %d runs algorithm %s, rank %d %s: Bruck's "
-                        "messages pair only with Bruck's (OC_ALLTOALL_ALG must agree)",
-                        fn, r, oc_alg_name((oc_alg_t)m->alg), team->rank, oc_alg_name(alg));
+                        "messages pair only with Bruck's (OC_ALLTOALL_ALG must agree; put, "
+                        "unless every member asks for it, runs auto's choice)",
+                        fn, r, oc_alg_name(peer_alg), team->rank, oc_alg_name(alg));
     return OC_OK;
 }
 
 /* Own landing zones: the peers' blocks one after another, rank order. */
 static void fill_messages(const oc_team_t *team, const oc_coll_args_t *a, oc_alg_t alg,
-                          persist_msg_t *out)
+                          oc_alg_t fallback, persist_msg_t *out)
 {
     uint64_t at = 0;
     int r;
     for (r = 0; r < team->size; r++) {
         out[r].valid = 1;
         out[r].alg = (int32_t)alg;
+        out[r].fallback = (int32_t)fallback;
         out[r].sends = oc_coll_scount(a, r);
         out[r].expects = oc_coll_rcount(a, r);
         out[r].landing = at;
@@ -79,8 +94,11 @@ static oc_status_t put_setup(const char *fn, oc_team_t *team, const persist_msg_
     st = put->at != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "%s: put offsets", fn);
     /* The window votes: a member short of memory fails every member. */
     st = oc_win_create_internal(fn, team, 2 * zone, 2, st, &put->win);
-    if (st != OC_OK)
+    if (st != OC_OK) {
+        free(put->at);
+        put->at = NULL;
         return st;
+    }
     for (p = 0; p < 2; p++) {
         remote = put->at + (size_t)p * n;
         local = put->at + (2 + (size_t)p) * n;
@@ -110,7 +128,7 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
     snprintf(detail, sizeof(detail), "%s", oc_last_error());
     if (st == OC_OK)
-        fill_messages(team, a, *alg, out);
+        fill_messages(team, a, *alg, fallback, out);
     xst = oc_team_alltoall(team, out, sizeof(*out), in);
     if (xst != OC_OK) {
         free(out);
@@ -119,14 +137,13 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
     }
     if (st != OC_OK)
         oc_error(st, "%s", detail);
-    for (r = 0; r < n && st == OC_OK; r++) {
-        st = check_peer(fn, team, v, a, *alg, r, &in[r]);
+    for (r = 0; r < n; r++)
         all_put &= (oc_alg_t)in[r].alg == OC_ALG_PUT;
-    }
+    *alg = runs(*alg, fallback, all_put);
+    for (r = 0; r < n && st == OC_OK; r++)
+        st = check_peer(fn, team, v, a, *alg, all_put, r, &in[r]);
     snprintf(what, sizeof(what), "%s: refused", fn);
     st = oc_team_vote(team, st, what);
-    if (st == OC_OK && *alg == OC_ALG_PUT && !all_put)
-        *alg = fallback;
     if (st == OC_OK && *alg == OC_ALG_PUT)
         st = put_setup(fn, team, out, in, put);
     free(out);

@@ -18,10 +18,10 @@ typedef struct {
 
 /* Collective: every member passes its status so far (st) and its choice of
  * algorithm (*alg); a failure anywhere fails all. Checks that each block
- * sent is as large as its receiver expects and that the choices can work
- * together. The put algorithm runs only where every member chose it; a
- * member that chose it alone falls back to `fallback`. With put agreed,
- * fills *put (window included; oc_persist_put_fini releases it). */
+ * sent is as large as its receiver expects and that what the members run
+ * can work together. *alg becomes what this member runs: put only where
+ * every member chose it, `fallback` where this one chose put alone. With
+ * put agreed, fills *put (window included; oc_persist_put_fini releases it). */
 oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, int v,
                              const oc_coll_args_t *a, oc_alg_t *alg, oc_alg_t fallback,
                              oc_persist_put_t *put);

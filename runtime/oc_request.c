@@ -197,9 +197,9 @@ static void req_destroy(oc_request_t *req)
             free(req->xs[i]);
         oc_sched_fini(&req->sched[i]);
     }
-    /* After the executions' release: engine calls run in order. The last
-     * start has completed on every member that reached it, so no peer puts
-     * here any more (oc_win_free's barrier is not needed). */
+    /* After the executions' release: engine calls run in order. No peer
+     * puts here any more: oc_request_free has voted with every member, or
+     * the set-up failed before any start. */
     if (req->win != NULL)
         oc_win_release(req->win);
     free(req->stuck_on);
@@ -208,12 +208,21 @@ static void req_destroy(oc_request_t *req)
     free(req);
 }
 
-/* Gives req, whose schedule is built, its engine state and operation number. */
-static oc_status_t req_register(const char *fn, oc_request_t *req, oc_request_t **out)
+/* The next operation number of team: each member takes the same one for the
+ * same collective call. */
+static uint32_t take_seq(oc_team_t *team)
+{
+    return atomic_fetch_add(&team->next_seq, 1);
+}
+
+/* Gives req, whose schedule is built, its engine state and operation number
+ * seq (from take_seq). */
+static oc_status_t req_register(const char *fn, oc_request_t *req, uint32_t seq,
+                                oc_request_t **out)
 {
     oc_team_t *team = req->team;
     unsigned i;
-    req->seq = atomic_fetch_add(&team->next_seq, 1);
+    req->seq = seq;
     for (i = 0; i < req->nsched; i++)
         if ((req->xs[i] = exec_alloc(req, i)) == NULL) {
             oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
@@ -297,20 +306,25 @@ static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_ar
     return st;
 }
 
+/* alg: OC_ALG_AUTO for the configuration's choice. */
 static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_args_t *args,
-                              size_t mean_block, size_t inplace, oc_request_t **out)
+                              size_t mean_block, size_t inplace, oc_alg_t alg, oc_request_t **out)
 {
     oc_request_t *req = NULL;
     oc_status_t st = req_alloc(fn, team, 0, v, args, mean_block, inplace, &req);
+    if (st == OC_OK && alg != OC_ALG_AUTO)
+        req->alg = alg;
     if (st == OC_OK && (st = req_build(fn, req, args, inplace, 0)) != OC_OK)
         req_destroy(req);
-    return st == OC_OK ? req_register(fn, req, out) : st;
+    return st == OC_OK ? req_register(fn, req, take_seq(team), out) : st;
 }
 
 /* Collective, whatever this member's verdict on its arguments (st): the
  * members agree (runtime/oc_persist.h) before anything is built. The put
  * algorithm builds one schedule per parity of the starts, each with its own
- * landing zones, and its members vote once more, as they share a window. */
+ * landing zones. Building can still fail on one member (memory), so the
+ * members vote once more; each takes the operation number before that, so
+ * that the vote pairs with the peers' whatever failed. */
 static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
                                      oc_coll_args_t *args, size_t mean_block, size_t inplace,
                                      oc_status_t st, oc_request_t **out)
@@ -319,6 +333,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     oc_alg_t alg = OC_ALG_AUTO;
     oc_request_t *req = NULL;
     oc_persist_put_t put;
+    uint32_t seq;
     unsigned i;
 
     if (st == OC_OK && (st = req_alloc(fn, team, 1, v, args, mean_block, inplace, &req)) == OC_OK)
@@ -329,30 +344,26 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
             req_destroy(req);
         return st;
     }
+    seq = take_seq(team);
     req->alg = alg;
-    if (alg != OC_ALG_PUT) {
-        if ((st = req_build(fn, req, args, inplace, 0)) != OC_OK) {
-            req_destroy(req);
-            return st;
-        }
-        return req_register(fn, req, out);
+    if (alg == OC_ALG_PUT) {
+        req->win = put.win;
+        req->nsched = 2;
+        req->put_peers = calloc((size_t)team->size, 1);
+        if (req->put_peers == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
+        for (i = 0; st == OC_OK && i < (unsigned)team->size; i++)
+            req->put_peers[i] = (unsigned char)oc_coll_put_pair(args, (int)i);
     }
-    req->win = put.win;
-    req->nsched = 2;
-    req->put_peers = calloc((size_t)team->size, 1);
-    if (req->put_peers == NULL)
-        st = oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
-    for (i = 0; st == OC_OK && i < (unsigned)team->size; i++)
-        req->put_peers[i] = (unsigned char)oc_coll_put_pair(args, (int)i);
-    for (i = 0; i < 2 && st == OC_OK; i++) {
-        args->put = &put.zones[i];
+    for (i = 0; i < req->nsched && st == OC_OK; i++) {
+        args->put = alg == OC_ALG_PUT ? &put.zones[i] : NULL;
         st = req_build(fn, req, args, inplace, i);
     }
     oc_persist_put_fini(&put, 1);
     if (st != OC_OK)
         req_destroy(req);
     else
-        st = req_register(fn, req, out);
+        st = req_register(fn, req, seq, out);
     st = oc_team_vote(team, st, fn);
     if (st != OC_OK && *out != NULL) { /* never started: nothing can be on its way here */
         req_unregister(*out);
@@ -375,7 +386,7 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
     req->nsched = 1;
     req->sched[0] = *sched;
     memset(sched, 0, sizeof(*sched));
-    return req_register(opname, req, out);
+    return req_register(opname, req, take_seq(team), out);
 }
 
 static void launch(oc_request_t *req)
@@ -415,7 +426,7 @@ static oc_status_t alltoall_create(const char *fn, oc_team_t *team, const void *
     a.block = block;
     if (persistent)
         return persistent_create(fn, team, 0, &a, block, block * (size_t)team->size, st, req);
-    return req_create(fn, team, 0, &a, block, block * (size_t)team->size, req);
+    return req_create(fn, team, 0, &a, block, block * (size_t)team->size, OC_ALG_AUTO, req);
 }
 
 static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void *sbuf,
@@ -447,7 +458,27 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     if (persistent)
         return persistent_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, st,
                                  req);
-    return req_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, req);
+    return req_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, OC_ALG_AUTO,
+                      req);
+}
+
+/* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and
+ * the exchanges that check what they agree on must not depend on them. */
+oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
+{
+    oc_request_t *req = NULL;
+    oc_coll_args_t a;
+    oc_status_t st;
+
+    fill_args(&a, team, mine, theirs);
+    a.block = len;
+    st = req_create("oc_team_alltoall", team, 0, &a, len, 0, OC_ALG_BURST, &req);
+    if (st != OC_OK)
+        return st;
+    launch(req);
+    st = oc_wait(req);
+    oc_request_free(req);
+    return st;
 }
 
 oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,

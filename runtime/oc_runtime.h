@@ -128,7 +128,8 @@ oc_status_t oc_config_check_cpus(const char *name, const char *v);
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
 
 /* Likewise with a block of len bytes for each member: block r of mine goes
- * to rank r; block r of theirs comes from rank r. */
+ * to rank r; block r of theirs comes from rank r. Both run burst, whatever
+ * the members' OC_ALLTOALL_ALG. */
 oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs);
 
 /* Collective: every member's status st, so that a local failure fails all

@@ -453,17 +453,6 @@ oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
     return OC_OK;
 }
 
-oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
-{
-    oc_request_t *req = NULL;
-    oc_status_t st = oc_ialltoall(team, mine, theirs, len, &req);
-    if (st == OC_OK)
-        st = oc_wait(req);
-    if (req != NULL)
-        oc_request_free(req);
-    return st;
-}
-
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all)
 {
     unsigned char *rep = malloc(len * (size_t)team->size + 1);

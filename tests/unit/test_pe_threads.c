@@ -153,10 +153,10 @@ static void *rank_main(void *arg)
     exchange(me, team, UT_ZEROS, v_scale, 99, 0);
     starts++;
     persistent(me, team);
-    /* The set-up's agreement and vote are two small all-to-alls; put's
-     * window adds a vote and two key exchanges, then a vote on the schedules,
-     * and its free one more vote. */
-    starts += 2 + ROUNDS + (c->alg == OC_ALG_PUT ? 5 : 0);
+    /* The set-up's agreement, its vote and the vote on the built schedules
+     * are three small all-to-alls; put's window adds a vote and two key
+     * exchanges, and its free one more vote. */
+    starts += 3 + ROUNDS + (c->alg == OC_ALG_PUT ? 4 : 0);
     check_stats(me, ctx, starts);
 
     /* Nobody tears down endpoints that a peer still flushes to. */

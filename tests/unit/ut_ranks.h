@@ -19,7 +19,7 @@
 #include "../../apps/oc_local_oob.h"
 #include "offcoll.h"
 
-enum { UT_MAX_RANKS = 4, UT_JOIN_TIMEOUT_S = 120 };
+enum { UT_MAX_RANKS = 16, UT_JOIN_TIMEOUT_S = 120 };
 
 typedef struct {
     const void *c; /* the test's case */
