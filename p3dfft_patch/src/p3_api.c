@@ -120,13 +120,32 @@ static int check_setup_args(const int *dims, int nx, int ny, int nz, MPI_Comm co
 /* All ranks succeed or all fail, so that none waits in a collective alone:
  * the first failure's code, with the detail "failed on another rank" on the
  * ranks where it did not fail. */
-static int agree(int rc, MPI_Comm comm)
+int p3_agree(int rc, MPI_Comm comm)
 {
     int any;
     MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
     if (any && !rc)
         p3_fail(any, "failed on another rank");
     return any;
+}
+
+/* As p3_agree, and the transpose mode and slab count must be the same on
+ * every rank: a rank in another mode or with another slab count would wait
+ * in other collectives, or in the same ones with other counts. */
+static int agree_settings(int rc, int mode, int slabs, MPI_Comm comm)
+{
+    int mine[5] = {rc, mode, -mode, slabs, -slabs}, all[5];
+    MPI_Allreduce(mine, all, 5, MPI_INT, MPI_MAX, comm);
+    if (all[0])
+        return rc ? rc : p3_fail(all[0], "failed on another rank");
+    if (all[1] != -all[2])
+        return p3_fail(P3DFFT_ERR_ARG, "the transpose mode differs between ranks ('%s' and "
+                       "'%s'): P3DFFT_TRANSPOSE and Cp3dfft_set_transpose must agree",
+                       p3_mode_names[-all[2]], p3_mode_names[all[1]]);
+    if (all[3] != -all[4])
+        return p3_fail(P3DFFT_ERR_ARG, "the slab count differs between ranks (%d and %d): "
+                       "P3DFFT_SLABS and Cp3dfft_set_slabs must agree", -all[4], all[3]);
+    return P3DFFT_OK;
 }
 
 static int release(p3_t *p)
@@ -142,35 +161,40 @@ int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int ny
                   int overwrite, int *memsize)
 {
     MPI_Comm comm = MPI_Comm_f2c(comm_f);
-    int rc, slabs;
-    p3_t *p;
+    int rc, slabs = 0;
+    p3_t *p = NULL;
 
     (void)overwrite; /* inputs are never overwritten */
     if (comm == MPI_COMM_NULL) /* nothing to agree over */
         return p3_fail(P3DFFT_ERR_ARG, "comm_f is not a valid communicator handle");
     /* Agreed, as every later step: a rank refused alone would leave the
-     * others in the communicator's duplication. */
+     * others in the communicator's duplication, or in the offload team's
+     * creation on COL. */
     rc = g != NULL ? p3_fail(P3DFFT_ERR_STATE,
                              "Cp3dfft_setup: already set up; call Cp3dfft_clean first")
                    : check_setup_args(dims, nx, ny, nz, comm, nxc, nyc, nzc, memsize);
-    if ((rc = agree(rc, comm)))
+    if (!rc && (p = calloc(1, sizeof(*p))) == NULL)
+        rc = p3_fail(P3DFFT_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        p->comm = p->row = p->col = MPI_COMM_NULL;
+        rc = read_settings(p, &slabs);
+    }
+    if ((rc = agree_settings(rc, p != NULL ? (int)p->mode : 0, slabs, comm))) {
+        free(p);
         return rc;
-    p = calloc(1, sizeof(*p));
-    if (p == NULL)
-        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory");
-    p->comm = p->row = p->col = MPI_COMM_NULL;
-    if (!(rc = read_settings(p, &slabs)) && !(rc = p3_decomp_init(p, dims, nx, ny, nz, comm)) &&
-        !(rc = p3_slabs_init(p, slabs > 0 ? slabs : p3_auto_slabs(p))))
-        rc = p3_yz_setup(p);
-    if ((rc = agree(rc, comm))) {
+    }
+    p->slabs_asked = slabs;
+    if (!(rc = p3_decomp_init(p, dims, nx, ny, nz, comm)))
+        rc = p3_slabs_init(p, slabs > 0 ? slabs : p3_auto_slabs(p));
+    if (!(rc = p3_agree(rc, comm)))
+        rc = p3_agree(p3_yz_setup(p), comm);
+    if (!rc)
+        rc = p3_warmup(p); /* agreed inside, before its first transpose and after */
+    if (rc) {
         char why[sizeof(last_error)];
         memcpy(why, last_error, sizeof(why));
         release(p);
         return p3_fail(rc, "%s", why);
-    }
-    if ((rc = p3_warmup(p))) {
-        release(p);
-        return rc;
     }
     memsize[0] = p->iisize;
     memsize[1] = p->jjsize;
@@ -289,9 +313,12 @@ static int check_transform(const char *call, const void *in, int dim_in, size_t 
 {
     if (g == NULL)
         return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
-    return agree(check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv, op,
-                                      backward, ops),
-                 g->comm);
+    if (g->broken)
+        return p3_agree(p3_fail(P3DFFT_ERR_STATE, "%s: an earlier re-configuration failed; "
+                                "call Cp3dfft_clean and set up again", call), g->comm);
+    return p3_agree(check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv, op,
+                                         backward, ops),
+                    g->comm);
 }
 
 static size_t real_size(void)
@@ -352,27 +379,41 @@ int Cget_timers(double *timers)
     return ok();
 }
 
-/* Re-creates what the mode and slab count need; collective. */
+/* Re-creates what the mode and slab count need; collective, each step
+ * agreed. A failure leaves the library broken (transforms and setters
+ * refused) until Cp3dfft_clean: the transposes are gone. */
 static int reconfigure(p3_mode_t mode, int slabs)
 {
     double timers[P3DFFT_NTIMERS];
     int rc = p3_yz_teardown(g);
-    g->mode = mode;
-    if (!rc && !(rc = p3_slabs_init(g, slabs > 0 ? slabs : p3_auto_slabs(g))))
-        rc = p3_yz_setup(g);
-    if ((rc = agree(rc, g->comm)))
-        return rc;
-    memcpy(timers, g->timers, sizeof(timers));
-    rc = p3_warmup(g);
-    memcpy(g->timers, timers, sizeof(timers));
+    if (!rc)
+        rc = p3_slabs_init(g, slabs > 0 ? slabs : p3_auto_slabs(g));
+    if (!(rc = p3_agree(rc, g->comm))) {
+        g->mode = mode;
+        g->slabs_asked = slabs;
+        rc = p3_agree(p3_yz_setup(g), g->comm);
+    }
+    if (!rc) {
+        memcpy(timers, g->timers, sizeof(timers));
+        rc = p3_warmup(g);
+        memcpy(g->timers, timers, sizeof(timers));
+    }
+    if (rc)
+        g->broken = 1;
     return rc ? rc : ok();
 }
 
-/* After setup the setters are collective: a value refused on one rank is
- * refused on all, which would otherwise re-create the transposes alone. */
-static int agreed(int rc)
+/* After setup the setters are collective: a value refused on one rank, or
+ * one that differs between ranks, is refused on all, which would otherwise
+ * re-create the transposes alone or differently. */
+static int agreed(const char *call, int rc, int mode, int slabs)
 {
-    return g != NULL ? agree(rc, g->comm) : rc;
+    if (g == NULL)
+        return rc;
+    if (!rc && g->broken)
+        rc = p3_fail(P3DFFT_ERR_STATE, "%s: an earlier re-configuration failed; call "
+                     "Cp3dfft_clean and set up again", call);
+    return agree_settings(rc, mode, slabs, g->comm);
 }
 
 int Cp3dfft_set_transpose(const char *mode)
@@ -382,13 +423,13 @@ int Cp3dfft_set_transpose(const char *mode)
         rc = p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_transpose: mode is NULL");
     else
         rc = (m = parse_mode(mode, "Cp3dfft_set_transpose")) < 0 ? P3DFFT_ERR_ARG : P3DFFT_OK;
-    if ((rc = agreed(rc)))
+    if ((rc = agreed("Cp3dfft_set_transpose", rc, m, g != NULL ? g->slabs_asked : 0)))
         return rc;
     if (g == NULL) {
         pending_mode = m;
         return ok();
     }
-    return reconfigure((p3_mode_t)m, g->nslab);
+    return reconfigure((p3_mode_t)m, g->slabs_asked);
 }
 
 const char *Cp3dfft_get_transpose(void)
@@ -404,7 +445,7 @@ int Cp3dfft_set_slabs(int slabs)
                  ? p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_set_slabs: slabs = %d, need 0..%d", slabs,
                            P3_MAX_SLABS)
                  : P3DFFT_OK;
-    if ((rc = agreed(rc)))
+    if ((rc = agreed("Cp3dfft_set_slabs", rc, g != NULL ? (int)g->mode : 0, slabs)))
         return rc;
     if (g == NULL) {
         pending_slabs = slabs;

@@ -127,6 +127,7 @@ int p3_slabs_init(p3_t *p, int nslab)
     split_free(&p->slab);
     fftw_free(p->line);
     fftw_free(p->plane);
+    p->line = p->plane = NULL; /* split_init may fail: Cp3dfft_clean frees them again */
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;

@@ -71,6 +71,7 @@ typedef struct {
     int zmax[3];    /* largest Z-pencil extents over ranks (get_dims conf 3) */
 
     int nslab;      /* X-slabs of the Y-Z stage */
+    int slabs_asked;/* 0: auto; what the ranks agree on (nslab is clamped per rank) */
     p3_split_t slab;/* iisize over nslab */
 
     /* X-Y transpose (ROW, blocking MPI), in complex elements */
@@ -93,10 +94,14 @@ typedef struct {
 
     p3_plan_entry_t *plans;
     double timers[P3DFFT_NTIMERS];
+    int broken; /* a re-configuration failed: only Cp3dfft_clean is left */
 } p3_t;
 
 /* p3_api.c: records the detail of a failure and returns code. */
 int p3_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Collective over comm: all ranks succeed or all fail (the first failure's
+ * code; "failed on another rank" where it did not fail). */
+int p3_agree(int rc, MPI_Comm comm);
 
 /* p3_decomp.c */
 int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm);

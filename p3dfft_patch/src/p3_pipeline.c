@@ -344,15 +344,18 @@ int p3_warmup(p3_t *p)
     fftw_complex *c = fftw_alloc_complex(nc > 0 ? nc : 1);
     int rc;
 
-    if (r == NULL || c == NULL) {
-        fftw_free(r);
-        fftw_free(c);
-        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the planning transform");
+    /* Agreed: the transforms are collective. */
+    rc = p3_agree(r == NULL || c == NULL
+                      ? p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the planning transform")
+                      : P3DFFT_OK,
+                  p->comm);
+    if (rc == P3DFFT_OK) {
+        memset(r, 0, sizeof(double) * nr);
+        rc = p3_forward(p, r, 0, c, 0, 1, fourier);
+        if (rc == P3DFFT_OK)
+            rc = p3_backward(p, c, 0, r, 0, 1, fourier);
+        rc = p3_agree(rc, p->comm);
     }
-    memset(r, 0, sizeof(double) * nr);
-    rc = p3_forward(p, r, 0, c, 0, 1, fourier);
-    if (rc == P3DFFT_OK)
-        rc = p3_backward(p, c, 0, r, 0, 1, fourier);
     fftw_free(r);
     fftw_free(c);
     memset(p->timers, 0, sizeof(p->timers));

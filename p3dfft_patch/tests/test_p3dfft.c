@@ -275,6 +275,20 @@ static void check_errors(void)
     setenv("P3DFFT_TRANSPOSE", "sometimes", 1);
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "P3DFFT_TRANSPOSE");
     unsetenv("P3DFFT_TRANSPOSE");
+    if (rank == 0) /* a setting refused on one rank only */
+        setenv("P3DFFT_SLABS", "abc", 1);
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem),
+                rank == 0 ? "P3DFFT_SLABS" : "failed on another rank");
+    unsetenv("P3DFFT_SLABS");
+    if (nproc > 1) { /* valid settings that differ: the ranks would transpose differently */
+        CHECK_P3(Cp3dfft_set_transpose(rank == 0 ? "offload" : "blocking"));
+        CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "mode differs");
+        CHECK_P3(Cp3dfft_set_transpose(getenv("P3DFFT_TRANSPOSE") != NULL
+                                           ? getenv("P3DFFT_TRANSPOSE") : "blocking"));
+        CHECK_P3(Cp3dfft_set_slabs(rank == 0 ? 2 : 0));
+        CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "slab count differs");
+        CHECK_P3(Cp3dfft_set_slabs(0));
+    }
 
     CHECK_P3(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem));
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "already");
@@ -308,6 +322,10 @@ static void check_errors(void)
                 rank == 0 ? "fast" : "failed on another rank");
     CHECK_FAILS(Cp3dfft_set_slabs(rank == nproc - 1 ? 65 : 2),
                 rank == nproc - 1 ? "slabs = 65" : "failed on another rank");
+    if (nproc > 1) {
+        CHECK_FAILS(Cp3dfft_set_transpose(rank == 0 ? "mpi_nb" : "blocking"), "mode differs");
+        CHECK_FAILS(Cp3dfft_set_slabs(rank == 0 ? 2 : 1), "slab count differs");
+    }
     CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 4), "conf");
     CHECK_FAILS(Cp3dfft_get_dims(NULL, e, s, 1), "start");
     CHECK_P3(Cget_timers(t));
