@@ -42,7 +42,7 @@ static oc_status_t check_config(const oc_config_t *c)
  * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
 static oc_status_t open_backend(oc_context_t *ctx)
 {
-    char info[256];
+    char info[320];
     oc_nic_params_t params = {ctx->cfg.verbose,
                               ctx->cfg.intranode == OC_INTRANODE_LOOPBACK};
     oc_status_t st = OC_ERR_UNAVAILABLE;

@@ -15,7 +15,7 @@ struct oc_context {
     oc_config_t cfg;
     oc_nic_t *nic;
     oc_pe_t *pe;
-    char backend_info[320];
+    char backend_info[384];
     oc_ep_cache_t ep_cache;         /* engine context only */
     pthread_mutex_t teams_lock;     /* registries of teams, windows and persistent
                                        requests: app threads and engine */

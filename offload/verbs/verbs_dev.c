@@ -126,8 +126,12 @@ static oc_status_t fit_max_peers(vb_dev_t *d, unsigned max_peers, int given, cha
     struct ibv_device_attr da;
     unsigned fit;
 
-    if (ibv_query_device(d->ctx, &da) != 0)
+    int rc = ibv_query_device(d->ctx, &da);
+
+    if (rc != 0) {
+        errno = rc; /* returned, not set, by ibv_query_device */
         return fail(d, "ibv_query_device", reason, size);
+    }
     if (da.max_cqe < 2 * VB_TRIG_DEPTH) {
         snprintf(reason, size, "%s allows completion queues of %d entries (max_cqe); the "
                  "trigger's needs %d", d->name, da.max_cqe, 2 * VB_TRIG_DEPTH);
@@ -136,6 +140,7 @@ static oc_status_t fit_max_peers(vb_dev_t *d, unsigned max_peers, int given, cha
     }
     fit = (unsigned)da.max_cqe / VB_SQ_DEPTH;
     d->max_peers = max_peers < fit ? max_peers : fit;
+    d->device_cap = max_peers >= fit;
     if (max_peers <= fit || !given)
         return OC_OK;
     snprintf(reason, size, "OC_VERBS_MAX_PEERS=%u needs completion queues of %u entries; %s "

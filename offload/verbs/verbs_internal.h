@@ -195,6 +195,7 @@ typedef struct {
     size_t eager_max;                /* payload of an EAGER or CTRL: VB_EAGER_MAX, less where
                                         max_msg does not take header and all in one SEND */
     unsigned max_peers;              /* data QPs the CQs are sized for (OC_VERBS_MAX_PEERS) */
+    int device_cap;                  /* max_peers is all the device's CQs (max_cqe) allow */
     int fork_init;                   /* what ibv_fork_init returned (0, or an errno value) */
     char name[64];
 } vb_dev_t;

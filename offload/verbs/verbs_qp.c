@@ -432,8 +432,10 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
     if (!loopback && nic->neps >= nic->dev.max_peers + 1)
         return oc_error(OC_ERR_UNAVAILABLE, "verbs: more than %u peer processes, the most its "
                         "completion queues are sized for (OC_VERBS_MAX_PEERS; each peer also "
-                        "takes %u KB of receive buffers): raise it, or set OC_BACKEND=ucx",
-                        nic->dev.max_peers, VB_RQ_DEPTH * VB_BUF_SIZE / 1024);
+                        "takes %u KB of receive buffers): %s, or set OC_BACKEND=ucx",
+                        nic->dev.max_peers, VB_RQ_DEPTH * VB_BUF_SIZE / 1024,
+                        nic->dev.device_cap ? "the device's CQs allow no more (max_cqe)"
+                                            : "raise it");
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: endpoint");
