@@ -60,7 +60,11 @@ static void skip_case(oc_progress_mode_t mode, oc_alg_t alg, int persistent)
         CHECK(st == OC_ERR_TIMEOUT, "[%s] oc_wait returned %s", name, oc_status_string(st));
         CHECK(strstr(oc_last_error(), want) != NULL, "[%s] message does not name rank %d alone: %s",
               name, skipper, oc_last_error());
-        CHECK(waited >= 1.0 && waited < 5.0, "gave up after %.2f s with OC_TIMEOUT_S=1", waited);
+        /* About 2 s (the timeout, then up to 1 s for the peers' answers);
+           the upper bound only tells OC_TIMEOUT_S=1 from the 300 s default,
+           as a loaded CI host stretched it to 7.7 s once (ASan, 4 ranks). */
+        CHECK(waited >= 1.0 && waited < 30.0, "[%s] gave up after %.2f s with OC_TIMEOUT_S=1",
+              name, waited);
         if (rank == 0)
             printf("rank 0 [%s]: %s\n", name, oc_last_error());
         if (persistent && alg == OC_ALG_PUT) {
