@@ -331,6 +331,14 @@ static size_t complex_size(void)
     return g == NULL ? 0 : (size_t)g->iisize * g->jjsize * g->nz;
 }
 
+/* The end of a transform: a failed one leaves no transpose in flight. */
+static int transform_done(int rc)
+{
+    if (rc)
+        p3_yz_drain(g);
+    return rc ? rc : ok();
+}
+
 int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int nv,
                            unsigned char *op)
 {
@@ -339,8 +347,8 @@ int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int
     if ((rc = check_transform("Cp3dfft_ftran_r2c", in, dim_in, real_size(), out, dim_out,
                               complex_size(), nv, op, 0, ops)))
         return rc;
-    rc = p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, ops);
-    return rc ? rc : ok();
+    return transform_done(
+        p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, ops));
 }
 
 int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int nv,
@@ -351,8 +359,8 @@ int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int
     if ((rc = check_transform("Cp3dfft_btran_c2r", in, dim_in, complex_size(), out, dim_out,
                               real_size(), nv, op, 1, ops)))
         return rc;
-    rc = p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, ops);
-    return rc ? rc : ok();
+    return transform_done(
+        p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, ops));
 }
 
 int Cp3dfft_ftran_r2c(double *in, double *out, unsigned char *op)

@@ -118,6 +118,11 @@ int p3_yz_setup(p3_t *p);     /* collective: what p->mode needs */
 int p3_yz_teardown(p3_t *p);  /* collective */
 int p3_yz_start(p3_t *p, int dir, int slot, int slab);
 int p3_yz_wait(p3_t *p, int slot);
+/* After a failed transform (the callers of p3_forward/p3_backward): completes
+ * the transposes still in flight (the peers, in step so far, started theirs),
+ * so that none is left active or writing into buffers freed later;
+ * p3_fail's detail is kept. */
+void p3_yz_drain(p3_t *p);
 void p3_yz_progress(p3_t *p); /* lets MPI move an mpi_nb transpose */
 /* Where the unit's Y-Z data lies before (send) and after (receive) the
  * transpose, for direction dir. */

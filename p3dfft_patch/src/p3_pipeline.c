@@ -354,6 +354,8 @@ int p3_warmup(p3_t *p)
         rc = p3_forward(p, r, 0, c, 0, 1, fourier);
         if (rc == P3DFFT_OK)
             rc = p3_backward(p, c, 0, r, 0, 1, fourier);
+        if (rc)
+            p3_yz_drain(p);
         rc = p3_agree(rc, p->comm);
     }
     fftw_free(r);
