@@ -24,7 +24,8 @@ int awp_dims_auto(int size, const int ng[3], int dims[3])
                 continue;
             c = size / a / b;
             d[0] = a, d[1] = b, d[2] = c;
-            if (ng[0] % a != 0 || ng[1] % b != 0 || ng[2] % c != 0)
+            if (ng[0] % a != 0 || ng[1] % b != 0 || ng[2] % c != 0 || ng[0] / a < AWP_GHOST ||
+                ng[1] / b < AWP_GHOST || ng[2] / c < AWP_GHOST)
                 continue;
             n0 = (double)ng[0] / a, n1 = (double)ng[1] / b, n2 = (double)ng[2] / c;
             surface = n0 * n1 + n1 * n2 + n0 * n2;
@@ -35,8 +36,32 @@ int awp_dims_auto(int size, const int ng[3], int dims[3])
         }
     }
     if (best < 0)
-        return awp_fail("proc = auto: no process grid of %d ranks divides the grid %dx%dx%d evenly",
-                        size, ng[0], ng[1], ng[2]);
+        return awp_fail("proc = auto: no process grid of %d ranks divides the grid %dx%dx%d evenly "
+                        "into at least %d cells per rank", size, ng[0], ng[1], ng[2], AWP_GHOST);
+    return 0;
+}
+
+int awp_dims_check(const int ng[3], const int dims[3], int size)
+{
+    long long ranks = 1; /* an int product could wrap to size */
+    int d;
+    for (d = 0; d < 3; d++) {
+        if (dims[d] < 1 || dims[d] > size)
+            return awp_fail("proc: %c has %d ranks; 1..%d allowed", axis_name[d], dims[d], size);
+        ranks *= dims[d];
+    }
+    if (ranks != size)
+        return awp_fail("proc: %d %d %d needs %lld ranks, but %d are running", dims[0], dims[1],
+                        dims[2], ranks, size);
+    for (d = 0; d < 3; d++) {
+        if (ng[d] % dims[d] != 0)
+            return awp_fail("proc: n%c = %d does not divide evenly over %d ranks along %c",
+                            axis_name[d], ng[d], dims[d], axis_name[d]);
+        /* The shell of AWP_GHOST layers must come from this rank alone. */
+        if (ng[d] / dims[d] < AWP_GHOST)
+            return awp_fail("proc: n%c = %d over %d ranks leaves %d cells per rank; at least %d "
+                            "needed", axis_name[d], ng[d], dims[d], ng[d] / dims[d], AWP_GHOST);
+    }
     return 0;
 }
 
@@ -45,20 +70,8 @@ int awp_grid_init(awp_grid_t *g, MPI_Comm comm, const int ng[3], const int dims[
     int d, r;
     MPI_Comm_rank(comm, &g->rank);
     MPI_Comm_size(comm, &g->size);
-    if (dims[0] * dims[1] * dims[2] != g->size)
-        return awp_fail("proc = %d %d %d needs %d ranks, but %d are running", dims[0], dims[1],
-                        dims[2], dims[0] * dims[1] * dims[2], g->size);
-    for (d = 0; d < 3; d++) {
-        if (dims[d] < 1)
-            return awp_fail("proc: %c has %d ranks; at least 1 needed", axis_name[d], dims[d]);
-        if (ng[d] % dims[d] != 0)
-            return awp_fail("grid: n%c = %d does not divide evenly over %d ranks along %c",
-                            axis_name[d], ng[d], dims[d], axis_name[d]);
-        /* The shell of AWP_GHOST layers must come from this rank alone. */
-        if (ng[d] / dims[d] < AWP_GHOST)
-            return awp_fail("grid: n%c = %d over %d ranks leaves %d cells per rank; at least %d needed",
-                            axis_name[d], ng[d], dims[d], ng[d] / dims[d], AWP_GHOST);
-    }
+    if (awp_dims_check(ng, dims, g->size) != 0)
+        return -1;
     g->comm = comm;
     r = g->rank;
     g->coords[2] = r % dims[2];

@@ -34,13 +34,17 @@ typedef struct {
 } awp_box_t;
 
 /* The process grid for size ranks over ng cells: the factorisation whose
- * blocks have the smallest surface among those that divide ng evenly (the
- * role MPI_Dims_create plays, restricted to even splits). -1 if none does. */
+ * blocks have the smallest surface among those that divide ng evenly into
+ * at least AWP_GHOST cells (the role MPI_Dims_create plays, restricted to
+ * even splits). -1 if none does. */
 int awp_dims_auto(int size, const int ng[3], int dims[3]);
 
-/* Sets up the decomposition of ng cells over comm on a dims process grid.
- * Refuses (naming the axis) a grid whose product is not the size of comm or
- * that does not divide ng. Not collective. */
+/* 0 if dims is a process grid of size ranks that divides ng evenly into at
+ * least AWP_GHOST cells per rank along each axis; else -1, naming the axis. */
+int awp_dims_check(const int ng[3], const int dims[3], int size);
+
+/* Sets up the decomposition of ng cells over comm on a dims process grid
+ * (refused as awp_dims_check refuses it). Not collective. */
 int awp_grid_init(awp_grid_t *g, MPI_Comm comm, const int ng[3], const int dims[3]);
 
 /* Rank of the neighbour one step along axis d in direction dir (-1 or +1),

@@ -52,8 +52,10 @@ int awp_media_check(const awp_media_t *m)
     int i;
     for (i = 0; i < m->nlayers; i++) {
         const awp_layer_t *l = &m->layer[i];
-        if (!(l->vs > 0) || !(l->rho > 0))
-            return awp_fail("layer %d: vs and rho must be positive", i + 1);
+        if (!isfinite(l->top) || !isfinite(l->vp) || !isfinite(l->vs) || !isfinite(l->rho))
+            return awp_fail("layer %d: top, vp, vs and rho must be finite numbers", i + 1);
+        if (!(l->vs > 0) || !(l->rho > 0) || !(l->vp > 0))
+            return awp_fail("layer %d: vp, vs and rho must be positive", i + 1);
         if (!(l->vp * l->vp > 2 * l->vs * l->vs))
             return awp_fail("layer %d: vp = %g must exceed sqrt(2) vs = %g (lambda > 0)",
                             i + 1, l->vp, sqrt(2.0) * l->vs);

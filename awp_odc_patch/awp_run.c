@@ -91,7 +91,7 @@ static int write_seismograms(const awp_sim_t *s)
     size_t n = (size_t)s->sc.nrec * (size_t)s->sc.steps * 3;
     float *tr = s->g.rank == 0 ? malloc(n * sizeof(float) + 1) : NULL;
     int rc = s->g.rank == 0 && tr == NULL ? awp_fail("out of memory for the seismograms") : 0;
-    if (rc == 0)
+    if ((rc = awp_agree(s->g.comm, rc)) == 0) /* the others would wait in their sends */
         rc = awp_sim_traces(s, tr);
     if (rc == 0 && s->g.rank == 0 && s->sc.nrec > 0) {
         rc = awp_write_seismograms(&s->sc, tr, s->step, path, sizeof(path));
@@ -160,9 +160,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return argc < 2 ? 2 : 0;
     }
-    rc = report(rank, awp_scenario_load(&sc, argv[1], argc - 2, argv + 2));
+    /* Every rank reads the files; one that cannot (no shared file system, a
+     * relative path from another folder) fails them all. */
+    rc = awp_scenario_load(&sc, argv[1], argc - 2, argv + 2);
     if (rc == 0)
-        rc = report(rank, awp_scenario_check(&sc, size));
+        rc = awp_scenario_check(&sc, size);
+    rc = report(rank, awp_agree(MPI_COMM_WORLD, rc));
     if (rc == 0) {
         int made = rank == 0 ? awp_mkdir_p(sc.output) : 0;
         MPI_Bcast(&made, 1, MPI_INT, 0, MPI_COMM_WORLD);

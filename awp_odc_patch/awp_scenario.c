@@ -41,7 +41,8 @@ static int parse_doubles(const char *v, double *out, int n)
         char *end;
         errno = 0;
         out[i] = strtod(p, &end);
-        if (end == p || errno != 0 || !isfinite(out[i]))
+        /* "20.0.92" is not two numbers */
+        if (end == p || errno != 0 || !isfinite(out[i]) || (*end != '\0' && !strchr(" \t", *end)))
             return awp_fail("expected %d number%s, got '%s'", n, n > 1 ? "s" : "", v);
         p = end;
     }
@@ -443,7 +444,7 @@ static int inside(const awp_scenario_t *sc, const int c[3])
 int awp_scenario_check(awp_scenario_t *sc, int nranks)
 {
     double courant = awp_media_vp_max(&sc->media) * sc->dt / sc->h;
-    int d, i;
+    int i;
     if (!(courant < 0.5))
         return awp_fail("unstable: vp_max * dt / h = %g * %g / %g = %.4g, must be below 0.5 "
                         "(4th-order staggered stencil); reduce dt below %g",
@@ -471,13 +472,5 @@ int awp_scenario_check(awp_scenario_t *sc, int nranks)
                         sc->ng[sc->snap_axis] - 1);
     if (sc->proc[0] == 0)
         return awp_dims_auto(nranks, sc->ng, sc->proc);
-    if (sc->proc[0] * sc->proc[1] * sc->proc[2] != nranks)
-        return awp_fail("proc: %d %d %d needs %d ranks, but %d are running", sc->proc[0],
-                        sc->proc[1], sc->proc[2], sc->proc[0] * sc->proc[1] * sc->proc[2],
-                        nranks);
-    for (d = 0; d < 3; d++)
-        if (sc->ng[d] % sc->proc[d] != 0)
-            return awp_fail("proc: n%c = %d does not divide evenly over %d ranks along %c",
-                            "xyz"[d], sc->ng[d], sc->proc[d], "xyz"[d]);
-    return 0;
+    return awp_dims_check(sc->ng, sc->proc, nranks);
 }

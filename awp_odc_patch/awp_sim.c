@@ -45,9 +45,7 @@ static void cut_block(awp_sim_t *s)
     }
 }
 
-/* Makes a failure on one rank a failure on all, with the message of the
- * lowest failing rank everywhere. */
-static int agree(MPI_Comm comm, int rc)
+int awp_agree(MPI_Comm comm, int rc)
 {
     char msg[512];
     int rank, size, failed, first;
@@ -86,7 +84,7 @@ int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm)
     rc = awp_grid_init(&s->g, comm, sc->ng, sc->proc);
     if (rc == 0)
         rc = allocate(s);
-    if (agree(comm, rc) != 0 || (rc = agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0) {
+    if (awp_agree(comm, rc) != 0 || (rc = awp_agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0) {
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", awp_last_error());
         awp_sim_free(s);
@@ -301,7 +299,7 @@ int awp_sim_gather(const awp_sim_t *s, awp_field_t f, const awp_box_t *b, float 
     awp_box_t o;
     float *buf = malloc(((size_t)g->n[0] * (size_t)g->n[1] * (size_t)g->n[2]) * sizeof(float));
     int r, rc = 0;
-    if (agree(g->comm, buf == NULL ? awp_fail("gather: out of memory") : 0) != 0) {
+    if (awp_agree(g->comm, buf == NULL ? awp_fail("gather: out of memory") : 0) != 0) {
         free(buf);
         return -1;
     }

@@ -26,6 +26,10 @@ typedef struct {
     float *trace;       /* [receiver][step][3] velocities of the receivers this rank holds */
 } awp_sim_t;
 
+/* Collective over comm: makes a failure (rc != 0) on one rank a failure on
+ * all, with the message of the lowest failing rank everywhere. */
+int awp_agree(MPI_Comm comm, int rc);
+
 /* Collective over comm: sets up sc (checked by awp_scenario_check for the
  * size of comm) in mode sc->mode. Fails on every rank if it fails on one. */
 int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm);

@@ -55,6 +55,16 @@ static const case_t cases[] = {
     {"fractional count", "grid = 24 24 24.5", 0, 1, "grid: expected 'nx ny nz'", NULL},
     {"vp too low for vs", "media = homogeneous 2000 1700 2400", 4, 1,
      "vp = 2000 must exceed sqrt(2) vs", NULL},
+    /* vp^2 would pass the vs test, and a negative vp_max the stability limit */
+    {"negative vp", "media = homogeneous -30000 1700 2400", 4, 1,
+     "vp, vs and rho must be positive", NULL},
+    {"infinite layer value", "media = layers bad_layers.txt", 4, 1,
+     "must be finite numbers", NULL},
+    {"numbers run together", "moment = 1 1 1 0 0.5.5", 6, 1, "moment: expected", NULL},
+    /* 3 * 715827883 * 2 wraps to 2 in an int */
+    {"process grid product overflow", "proc = 3 715827883 2", 9, 2, "1..2 allowed", NULL},
+    {"fewer cells per rank than the ghost width", "grid = 24 24 24", 0, 24,
+     "leaves 1 cells per rank; at least 2 needed", "proc=1 1 24"},
     {"missing layers file", "media = layers nowhere.txt", 4, 1,
      "cannot read layers file", NULL},
     {"unknown source-time function", "stf = boxcar 1", 7, 1, "stf: expected 'gaussian F0'",
@@ -82,22 +92,30 @@ static int write_case(const char *path, const case_t *c)
     return fclose(f);
 }
 
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    char path[4096], layers[4096];
+    char path[4096], layers[4096], bad_layers[4096];
     int i, failed = 0;
-    FILE *f;
     if (argc != 2) {
         fprintf(stderr, "usage: test_awp_scenario FOLDER\n");
         return 2;
     }
     snprintf(path, sizeof(path), "%s/awp_case.txt", argv[1]);
     snprintf(layers, sizeof(layers), "%s/layers.txt", argv[1]);
-    if ((f = fopen(layers, "w")) == NULL || fputs("0 2000 1000 2200\n500 3000 1700 2400\n", f) < 0 ||
-        fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", layers);
+    snprintf(bad_layers, sizeof(bad_layers), "%s/bad_layers.txt", argv[1]);
+    if (write_file(layers, "0 2000 1000 2200\n500 3000 1700 2400\n") != 0 ||
+        write_file(bad_layers, "0 2000 1000 2200\n500 3000 1700 1e999\n") != 0)
         return 1;
-    }
     for (i = 0; i < NCASES; i++) {
         const case_t *c = &cases[i];
         static awp_scenario_t sc;
@@ -122,6 +140,7 @@ int main(int argc, char **argv)
     }
     remove(path);
     remove(layers);
+    remove(bad_layers);
     printf("test_awp_scenario: %s (%d of %d cases failed)\n", failed ? "FAIL" : "PASS", failed,
            NCASES);
     return failed ? 1 : 0;
