@@ -405,7 +405,9 @@ oc_status_t oc_halo_start(oc_halo_t *halo, int field);
 /** Blocks until the field's ghost cells hold the neighbours' values and this
  *  rank's own faces have reached the neighbours (sleeps in thread mode).
  *  After OC_TIMEOUT_S: OC_ERR_TIMEOUT naming the neighbours whose data never
- *  came. OC_OK at once if the field is not in flight. */
+ *  came. OC_OK at once if the field is not in flight. After a failure the
+ *  field refuses further starts (OC_ERR_INVALID_ARG): late faces could be
+ *  taken for a later exchange's; free the plan and create it again. */
 oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
 
 /** As oc_halo_wait without blocking: OC_OK when done, OC_INPROGRESS if not. */

@@ -17,6 +17,7 @@ typedef struct {
     oc_request_t *req[2];
     uint32_t started;              /* exchanges started; the parity is its low bit */
     int in_flight;
+    oc_status_t broken;            /* an exchange's failure: no restart */
 } halo_field_t;
 
 struct oc_halo {
@@ -381,6 +382,12 @@ oc_status_t oc_halo_start(oc_halo_t *h, int field)
     if (hf->in_flight)
         return oc_error(OC_ERR_BUSY, "oc_halo_start: field %d is in flight; complete it with "
                         "oc_halo_wait or oc_halo_test first", field);
+    /* A neighbour's faces of the failed exchange may still arrive: they
+     * would count towards a later one, which would unpack them as its own. */
+    if (hf->broken != OC_OK)
+        return oc_error(OC_ERR_INVALID_ARG, "oc_halo_start: an exchange of field %d failed "
+                        "earlier (%s); free the plan and create it again", field,
+                        oc_status_string(hf->broken));
     st = oc_start(hf->req[hf->started & 1]);
     if (st != OC_OK)
         return st;
@@ -402,6 +409,7 @@ static oc_status_t complete(const char *fn, oc_halo_t *h, int field, int block)
     hf->in_flight = 0;
     if (st != OC_OK) {
         char detail[1024];
+        hf->broken = st;
         snprintf(detail, sizeof(detail), "%s", oc_last_error());
         oc_error(st, "%s: field %d: %s", fn, hf->index, detail);
     }
