@@ -466,7 +466,7 @@ static void timeout_report(oc_request_t *req)
                 &h->win->from[(size_t)oc_halo_counter(g, hf->index, p, st) * (size_t)g->size +
                               (size_t)q],
                 memory_order_relaxed);
-            if (got < rounds * (uint32_t)mult)
+            if ((int32_t)(got - rounds * (uint32_t)mult) < 0) /* counts wrap */
                 oc_error_append("%s rank %d (%s)", missing++ ? "," : "", q, side_name[d][s]);
         }
     if (!missing)

@@ -667,11 +667,13 @@ static void put_report(oc_request_t *req)
     int q, missing = 0;
 
     oc_error_append("; blocks that never came:");
-    for (q = 0; q < team->size; q++)
-        if (req->put_peers[q] &&
-            atomic_load_explicit(&req->win->from[(size_t)p * (size_t)team->size + (size_t)q],
-                                 memory_order_relaxed) < rounds)
+    for (q = 0; q < team->size; q++) {
+        uint32_t got = atomic_load_explicit(&req->win->from[(size_t)p * (size_t)team->size +
+                                                            (size_t)q],
+                                            memory_order_relaxed);
+        if (req->put_peers[q] && (int32_t)(got - rounds) < 0) /* counts wrap */
             oc_error_append("%s from %d", missing++ ? "," : "", q);
+    }
     if (!missing)
         oc_error_append(" none");
 }
