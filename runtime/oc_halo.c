@@ -268,7 +268,9 @@ static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *
 
 static void timeout_report(oc_request_t *req);
 
-static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f)
+/* *made: the requests created so far (oc_request_create takes an operation
+ * number even when it fails). */
+static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f, unsigned *made)
 {
     halo_field_t *hf = &h->fields[f];
     oc_halo_field_ctx_t c = {&h->g, h->team->rank, h->ext, x->data, NULL, h->win};
@@ -287,6 +289,7 @@ static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f)
             break;
         }
         st = oc_request_create(h->team, "halo exchange", &s, &hf->req[p]);
+        ++*made;
         if (st == OC_OK) {
             hf->req[p]->timeout_report = timeout_report;
             hf->req[p]->owner = hf;
@@ -339,8 +342,11 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
                             nfields, 0, 0, 0),
             (unsigned)nfields * 6, OC_OK, &h->win);
     if (st == OC_OK) {
+        unsigned made = 0;
         for (f = 0; f < nfields && st == OC_OK; f++)
-            st = build_field(h, &fields[f], f);
+            st = build_field(h, &fields[f], f, &made);
+        if (st != OC_OK) /* the peers made a request (an operation number) for each */
+            oc_team_skip_ops(team, 2 * (unsigned)nfields - made);
         st = oc_team_vote(team, st, "oc_halo_create: failed while building the exchanges");
     }
     if (st != OC_OK) {

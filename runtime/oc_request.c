@@ -215,6 +215,11 @@ static uint32_t take_seq(oc_team_t *team)
     return atomic_fetch_add(&team->next_seq, 1);
 }
 
+void oc_team_skip_ops(oc_team_t *team, unsigned n)
+{
+    atomic_fetch_add(&team->next_seq, n);
+}
+
 /* Gives req, whose schedule is built, its engine state and operation number
  * seq (from take_seq). */
 static oc_status_t req_register(const char *fn, oc_request_t *req, uint32_t seq,
@@ -310,13 +315,14 @@ static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_ar
 static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_args_t *args,
                               size_t mean_block, size_t inplace, oc_alg_t alg, oc_request_t **out)
 {
+    uint32_t seq = take_seq(team); /* taken whatever fails here, as by the peers */
     oc_request_t *req = NULL;
     oc_status_t st = req_alloc(fn, team, 0, v, args, mean_block, inplace, &req);
     if (st == OC_OK && alg != OC_ALG_AUTO)
         req->alg = alg;
     if (st == OC_OK && (st = req_build(fn, req, args, inplace, 0)) != OC_OK)
         req_destroy(req);
-    return st == OC_OK ? req_register(fn, req, take_seq(team), out) : st;
+    return st == OC_OK ? req_register(fn, req, seq, out) : st;
 }
 
 /* Collective, whatever this member's verdict on its arguments (st): the
@@ -375,6 +381,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **out)
 {
+    uint32_t seq = take_seq(team); /* taken whatever fails here, as by the peers */
     oc_request_t *req = calloc(1, sizeof(*req));
     if (req == NULL) {
         oc_sched_fini(sched);
@@ -386,7 +393,7 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
     req->nsched = 1;
     req->sched[0] = *sched;
     memset(sched, 0, sizeof(*sched));
-    return req_register(opname, req, take_seq(team), out);
+    return req_register(opname, req, seq, out);
 }
 
 static void launch(oc_request_t *req)

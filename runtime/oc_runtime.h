@@ -137,8 +137,14 @@ oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void
  * leaving them in the next exchange until their timeout. */
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what);
 
+/* A member whose collective set-up failed before it made all its requests
+ * takes the n operation numbers it skipped, so that the team's next
+ * collectives (the vote on that failure first) pair with the peers'. */
+void oc_team_skip_ops(oc_team_t *team, unsigned n);
+
 /* Request running a schedule built by the caller (taken over, also on
- * failure); persistent, started with oc_start. */
+ * failure); persistent, started with oc_start. Takes the team's next
+ * operation number whether or not it succeeds. */
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **req);
 

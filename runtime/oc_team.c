@@ -204,7 +204,7 @@ static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, i
     int32_t ok = st == OC_OK, *oks = buf != NULL ? buf : malloc((size_t)size * sizeof(*oks));
     oc_status_t gst;
     int r, nfailed = 0;
-    if (oks == NULL)
+    if (oks == NULL) /* out of band: the peers are left in their gather */
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", size);
     gst = gather(arg, ok, oks);
     if (gst != OC_OK) {
@@ -242,7 +242,15 @@ static oc_status_t team_gather(void *arg, int32_t ok, int32_t *oks)
 
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what)
 {
-    return vote(team->size, team_gather, team, st, what, NULL);
+    int32_t *oks = malloc((size_t)team->size * sizeof(*oks));
+    oc_status_t vst;
+    if (oks == NULL) {
+        oc_team_skip_ops(team, 1); /* the peers' gather, so that the next ones pair */
+        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", team->size);
+    }
+    vst = vote(team->size, team_gather, team, st, what, oks);
+    free(oks);
+    return vst;
 }
 
 /* No backend address comes near this: a larger one announced by a peer
@@ -459,8 +467,10 @@ oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, voi
     oc_status_t st;
     int r;
 
-    if (rep == NULL)
+    if (rep == NULL) {
+        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
         return oc_error(OC_ERR_NO_MEMORY, "allgather of %zu bytes", len);
+    }
     for (r = 0; r < team->size; r++)
         memcpy(rep + (size_t)r * len, mine, len);
     st = oc_team_alltoall(team, rep, len, all);

@@ -255,8 +255,10 @@ static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsi
         st = win_alloc(fn, team, size, ncounters, &a);
     snprintf(what, sizeof(what), "%s: failed", fn);
     st = oc_team_vote(team, st, what);
+    /* Again after the exchange: a key refused by one member's backend fails
+     * all, none keeping a window a peer has released. */
     if (st == OC_OK)
-        st = exchange(fn, &a);
+        st = oc_team_vote(team, exchange(fn, &a), what);
     free(a.key);
     if (st != OC_OK) {
         if (a.win != NULL)

@@ -154,9 +154,9 @@ static void *rank_main(void *arg)
     starts++;
     persistent(me, team);
     /* The set-up's agreement, its vote and the vote on the built schedules
-     * are three small all-to-alls; put's window adds a vote and two key
-     * exchanges, and its free one more vote. */
-    starts += 3 + ROUNDS + (c->alg == OC_ALG_PUT ? 4 : 0);
+     * are three small all-to-alls; put's window adds two votes around two
+     * key exchanges, and its free one more vote. */
+    starts += 3 + ROUNDS + (c->alg == OC_ALG_PUT ? 5 : 0);
     check_stats(me, ctx, starts);
 
     /* Nobody tears down endpoints that a peer still flushes to. */
