@@ -337,7 +337,10 @@ oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *
 
 /** Blocks until every put this process started on win before the call is
  *  complete at its target (src buffers may then be reused). Returns the first
- *  error of those puts, if any. */
+ *  error of the window's puts since the last flush that returned one. It
+ *  waits until none of the window's puts is in flight: puts that other
+ *  threads start meanwhile are waited for too, and of flushes on several
+ *  threads at once the first to return takes the error. */
 oc_status_t oc_win_flush(oc_win_t *win);
 
 /** Blocks until counter holds at least expected notifications not consumed
