@@ -94,7 +94,7 @@ typedef struct {
 
 static int key_name(ctx_t *c, const char *v)
 {
-    if (strlen(v) >= sizeof(c->sc->name) || strcspn(v, " \t/") != strlen(v))
+    if (v[0] == '\0' || strlen(v) >= sizeof(c->sc->name) || strcspn(v, " \t/") != strlen(v))
         return awp_fail("a word of at most %zu characters without '/', not '%s'",
                         sizeof(c->sc->name) - 1, v);
     strcpy(c->sc->name, v);
@@ -388,9 +388,9 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
     ctx_t c = {sc, dir};
     FILE *f;
 
-    /* named after the file unless it says otherwise */
+    /* named after the file unless it says otherwise ('.x' names nothing) */
     snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(base, "."), base);
-    awp_scenario_defaults(sc, dir);
+    awp_scenario_defaults(sc, dir[0] != '\0' ? dir : "scenario");
     snprintf(dir, sizeof(dir), "%.*s", slash != NULL ? (int)(slash - path) : 1,
              slash != NULL ? path : ".");
     if ((f = fopen(path, "r")) == NULL)

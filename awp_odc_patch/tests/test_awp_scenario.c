@@ -60,6 +60,7 @@ static const case_t cases[] = {
      "vp, vs and rho must be positive", NULL},
     {"infinite layer value", "media = layers bad_layers.txt", 4, 1,
      "must be finite numbers", NULL},
+    {"empty name", "name =", 9, 1, "name: a word of at most", NULL},
     {"numbers run together", "moment = 1 1 1 0 0.5.5", 6, 1, "moment: expected", NULL},
     /* 3 * 715827883 * 2 wraps to 2 in an int */
     {"process grid product overflow", "proc = 3 715827883 2", 9, 2, "1..2 allowed", NULL},
