@@ -33,11 +33,13 @@ static void run_mix(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
     unsigned char s[N * BLOCK] = {0}, r[N * BLOCK];
     oc_request_t *req = NULL;
     oc_status_t st;
+    ut_layout_t l;
     unsigned round;
-    size_t i;
-    int p, rank = me->member.rank;
+    long bad;
     (void)ctx;
 
+    if (!CHECK(ut_layout_init(&l, UT_EQUAL, me->member.rank, N, BLOCK) == 0, "out of memory"))
+        goto out;
     st = oc_alltoall_init(team, s, r, BLOCK, &req);
     if (!CHECK(st == m->want, "set-up returned %s (%s), expected %s", oc_status_string(st),
                st == OC_OK ? "" : oc_last_error(), oc_status_string(m->want)))
@@ -45,26 +47,22 @@ static void run_mix(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
     if (st != OC_OK) {
         CHECK(req == NULL && strstr(oc_last_error(), "Bruck") != NULL,
               "refused without naming Bruck: %s", oc_last_error());
-        return;
+        goto out;
     }
     CHECK(oc_request_alg(req) == m->runs, "runs %s, expected %s", oc_alg_name(oc_request_alg(req)),
           oc_alg_name(m->runs));
     for (round = 0; round < ROUNDS; round++) {
-        for (p = 0; p < N; p++)
-            for (i = 0; i < BLOCK; i++)
-                s[p * BLOCK + i] = ut_pattern(rank, p, i, round);
-        memset(r, UT_GAP_BYTE, sizeof(r));
+        ut_fill(&l, s, r, round);
         if (!CHECK_OC(oc_start(req)) || !CHECK_OC(oc_wait(req)))
             break;
-        for (p = 0; p < N; p++)
-            for (i = 0; i < BLOCK; i++)
-                if (!CHECK(r[p * BLOCK + i] == ut_pattern(p, rank, i, round),
-                           "round %u: byte %zu from rank %d is wrong", round, i, p))
-                    goto out;
+        if (!CHECK((bad = ut_check(&l, r, round)) < 0, "round %u: receive byte %ld is wrong",
+                   round, bad))
+            break;
     }
 out:
     if (req != NULL)
         CHECK_OC(oc_request_free(req));
+    ut_layout_fini(&l);
 }
 
 static void *rank_main(void *arg)
