@@ -307,17 +307,22 @@ static int check_transform_args(const char *call, const void *in, int dim_in, si
 
 /* Collective once set up: arguments refused on one rank are refused on all,
  * which would otherwise wait for it in the transposes. */
+/* After a failed re-configuration only Cp3dfft_clean is left. */
+static int refuse_broken(const char *call)
+{
+    return p3_fail(P3DFFT_ERR_STATE, "%s: an earlier re-configuration failed; call "
+                   "Cp3dfft_clean and set up again", call);
+}
+
 static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
                            const void *out, int dim_out, size_t need_out, int nv,
                            const unsigned char *op, int backward, p3_op_t ops[3])
 {
     if (g == NULL)
         return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
-    if (g->broken)
-        return p3_agree(p3_fail(P3DFFT_ERR_STATE, "%s: an earlier re-configuration failed; "
-                                "call Cp3dfft_clean and set up again", call), g->comm);
-    return p3_agree(check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv, op,
-                                         backward, ops),
+    return p3_agree(g->broken ? refuse_broken(call)
+                              : check_transform_args(call, in, dim_in, need_in, out, dim_out,
+                                                     need_out, nv, op, backward, ops),
                     g->comm);
 }
 
@@ -419,8 +424,7 @@ static int agreed(const char *call, int rc, int mode, int slabs)
     if (g == NULL)
         return rc;
     if (!rc && g->broken)
-        rc = p3_fail(P3DFFT_ERR_STATE, "%s: an earlier re-configuration failed; call "
-                     "Cp3dfft_clean and set up again", call);
+        rc = refuse_broken(call);
     return agree_settings(rc, mode, slabs, g->comm);
 }
 

@@ -197,37 +197,35 @@ int p3_yz_start(p3_t *p, int dir, int slot, int slab)
     return P3DFFT_OK;
 }
 
-/* Completes slot's transpose: 0, or which wait failed with st. */
-static int slot_finish(p3_t *p, int slot, oc_status_t *st)
+/* Completes slot's transpose; a failure is recorded (p3_fail) unless quiet. */
+static int slot_wait(p3_t *p, int slot, int quiet)
 {
     p3_slot_t *sl = &p->slot[slot];
+    oc_status_t st;
     if (p->jproc == 1 || !sl->active)
-        return 0;
+        return P3DFFT_OK;
     sl->active = 0;
-    if (p->mode == P3_OFFLOAD)
-        return (*st = oc_wait(p->oc_req[sl->dir][slot][sl->slab])) != OC_OK ? 1 : 0;
-    return MPI_Wait(&sl->mreq, MPI_STATUS_IGNORE) != MPI_SUCCESS ? 2 : 0;
-}
-
-int p3_yz_wait(p3_t *p, int slot)
-{
-    oc_status_t st = OC_OK;
-    switch (slot_finish(p, slot, &st)) {
-    case 1:
-        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (Y-Z transpose): %s: %s",
-                       oc_status_string(st), oc_last_error());
-    case 2:
-        return p3_fail(P3DFFT_ERR_MPI, "MPI_Wait (Y-Z transpose) failed");
+    if (p->mode == P3_OFFLOAD) {
+        if ((st = oc_wait(p->oc_req[sl->dir][slot][sl->slab])) != OC_OK)
+            return quiet ? P3DFFT_ERR_OFFLOAD
+                         : p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (Y-Z transpose): %s: %s",
+                                   oc_status_string(st), oc_last_error());
+    } else if (MPI_Wait(&sl->mreq, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+        return quiet ? P3DFFT_ERR_MPI : p3_fail(P3DFFT_ERR_MPI, "MPI_Wait (Y-Z transpose) failed");
     }
     return P3DFFT_OK;
 }
 
+int p3_yz_wait(p3_t *p, int slot)
+{
+    return slot_wait(p, slot, 0);
+}
+
 void p3_yz_drain(p3_t *p)
 {
-    oc_status_t st;
     int s;
     for (s = 0; s < P3_SLOTS; s++)
-        (void)slot_finish(p, s, &st);
+        (void)slot_wait(p, s, 1);
 }
 
 void p3_yz_progress(p3_t *p)
