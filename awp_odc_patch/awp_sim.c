@@ -84,7 +84,8 @@ int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm)
     rc = awp_grid_init(&s->g, comm, sc->ng, sc->proc);
     if (rc == 0)
         rc = allocate(s);
-    if (awp_agree(comm, rc) != 0 || (rc = awp_agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0) {
+    if (awp_agree(comm, rc) != 0 ||
+        (rc = awp_agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0) {
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", awp_last_error());
         awp_sim_free(s);
