@@ -11,7 +11,10 @@
  *  - Objects are created by the library and released by the matching
  *    free/finalize call; buffers passed in stay owned by the caller and must
  *    stay valid (and untouched, for receive buffers) while a request that uses
- *    them is active.
+ *    them is active. After an operation failed (a timeout), keep its buffers
+ *    until oc_finalize: the network layer cannot cancel every transfer, and a
+ *    late one may still read or write them. The library does so with its
+ *    own (windows, pack buffers, copies), which oc_finalize releases.
  *  - Thread safety: a context may be used by several application threads in
  *    thread progress mode, provided that calls on one team are serialised by
  *    the application (as MPI requires for collectives on one communicator) and
@@ -302,7 +305,10 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
                           oc_win_t **win);
 
 /** Collective: completes this member's puts (as oc_win_flush), waits until
- *  every member has done so, then releases the window and its memory. */
+ *  every member has done so, then releases the window and its memory. If a
+ *  member's puts did not complete (a timeout) or a member never came, the
+ *  window is gone for the team all the same, but its memory is kept until
+ *  oc_finalize for the late puts that may still land in it. */
 oc_status_t oc_win_free(oc_win_t *win);
 
 /** Stores in *size the size of target's window in bytes (as given to

@@ -99,6 +99,8 @@ typedef struct {
     /* Allocates size bytes (zero-filled) that peers write with PUT tasks
      * without this process's CPU where the transport allows it. */
     oc_status_t (*mem_alloc)(oc_nic_t *nic, size_t size, oc_nic_mem_t **mem, void **addr);
+    /* destroy() frees, once no peer can reach it any more, the memory this
+     * was not called for: a window abandoned after a failure. */
     void (*mem_free)(oc_nic_t *nic, oc_nic_mem_t *mem);
     /* The key peers need to reach mem, in a malloc'd buffer the caller frees. */
     oc_status_t (*mem_pack)(oc_nic_t *nic, oc_nic_mem_t *mem, void **key, size_t *len);

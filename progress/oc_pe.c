@@ -528,11 +528,9 @@ const char *oc_pe_info(const oc_pe_t *pe)
     return pe->have_thread ? pe->info : "inline: no thread, progress inside oc_test/oc_wait";
 }
 
-void oc_pe_destroy(oc_pe_t *pe)
+void oc_pe_quiesce(oc_pe_t *pe)
 {
     double deadline;
-    if (pe == NULL)
-        return;
     if (pe->have_thread) {
         oc_pe_call(pe, stop_fn, NULL);
         pthread_join(pe->thread, NULL);
@@ -544,6 +542,13 @@ void oc_pe_destroy(oc_pe_t *pe)
     deadline = oc_time_now() + 1.0;
     while (pe->orphans != NULL && oc_time_now() < deadline)
         oc_pe_progress(pe);
+}
+
+void oc_pe_destroy(oc_pe_t *pe)
+{
+    if (pe == NULL)
+        return;
+    oc_pe_quiesce(pe);
     if (pe->nic != NULL)
         pe->nic->ops->destroy(pe->nic);
     while (pe->orphans != NULL) {

@@ -94,9 +94,12 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
 /* Gives the calling thread back the CPUs oc_pe_bind took from it, unless it
  * has been bound elsewhere since. */
 void oc_pe_unbind_caller(const oc_pe_caller_t *caller);
-/* Stops the thread, gives released execs whose lists are still in flight a
- * moment to finish, destroys the backend (which ends what is left), then
- * frees them. */
+/* Stops the thread and gives released execs whose lists are still in flight
+ * a moment to finish. The backend stays, driven by nobody: the caller may
+ * still call its ops. Idempotent. */
+void oc_pe_quiesce(oc_pe_t *pe);
+/* Quiesces, destroys the backend (which ends what is left), then frees the
+ * released execs. */
 void oc_pe_destroy(oc_pe_t *pe);
 
 oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);

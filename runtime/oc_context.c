@@ -108,6 +108,23 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
     return OC_OK;
 }
 
+struct oc_later {
+    struct oc_later *next;
+    void *ptr;
+};
+
+void oc_ctx_free_later(oc_context_t *ctx, void *ptr)
+{
+    struct oc_later *l;
+    if (ptr == NULL || (l = malloc(sizeof(*l))) == NULL)
+        return;
+    l->ptr = ptr;
+    pthread_mutex_lock(&ctx->teams_lock);
+    l->next = ctx->later;
+    ctx->later = l;
+    pthread_mutex_unlock(&ctx->teams_lock);
+}
+
 oc_status_t oc_finalize(oc_context_t *ctx)
 {
     int nt, nr;
@@ -119,7 +136,16 @@ oc_status_t oc_finalize(oc_context_t *ctx)
     if (nt > 0 || nr > 0)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);
+    oc_pe_quiesce(ctx->pe);
+    oc_win_finalize(ctx, 0);
     oc_pe_destroy(ctx->pe); /* and with it the backend */
+    oc_win_finalize(ctx, 1);
+    while (ctx->later != NULL) {
+        struct oc_later *l = ctx->later;
+        ctx->later = l->next;
+        free(l->ptr);
+        free(l);
+    }
     oc_ep_cache_clear(&ctx->ep_cache);
     pthread_mutex_destroy(&ctx->teams_lock);
     free(ctx->teams);

@@ -306,7 +306,11 @@ static void halo_destroy(oc_halo_t *h)
             for (p = 0; p < 2; p++)
                 if (h->fields[f].req[p] != NULL)
                     oc_request_free(h->fields[f].req[p]);
-            free(h->fields[f].pack);
+            /* A failed exchange's puts may still read it: they cannot be cancelled. */
+            if (h->fields[f].broken != OC_OK)
+                oc_ctx_free_later(h->team->ctx, h->fields[f].pack);
+            else
+                free(h->fields[f].pack);
         }
     free(h->fields);
     free(h->ext);
@@ -484,15 +488,18 @@ static void timeout_report(oc_request_t *req)
 oc_status_t oc_halo_free(oc_halo_t *h)
 {
     oc_status_t st = OC_OK, wst;
-    int f;
+    int f, failed = 0;
     if (h == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_halo_free: halo is NULL");
     for (f = 0; f < h->g.nfields; f++) {
         wst = oc_halo_wait(h, f);
         if (st == OC_OK)
             st = wst;
+        failed |= h->fields[f].broken != OC_OK;
     }
-    wst = oc_win_free(h->win);
+    wst = oc_win_close(h->win, failed);
+    if (wst != OC_OK)
+        oc_error_append(" (oc_halo_free: waiting for the other members)");
     if (st == OC_OK)
         st = wst;
     halo_destroy(h);

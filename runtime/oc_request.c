@@ -182,6 +182,7 @@ static void release_fn(oc_pe_t *pe, void *arg)
 
 static void req_destroy(oc_request_t *req)
 {
+    int cancelled = 0;
     unsigned i;
     if (req->prev_persistent != NULL) {
         pthread_mutex_lock(&req->team->ctx->teams_lock);
@@ -191,19 +192,24 @@ static void req_destroy(oc_request_t *req)
         pthread_mutex_unlock(&req->team->ctx->teams_lock);
     }
     for (i = 0; i < 2; i++) {
-        if (req->xs[i] != NULL && req->xs[i]->cancelled)
+        if (req->xs[i] != NULL && req->xs[i]->cancelled) {
+            cancelled = 1;
             oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);
-        else
+        } else {
             free(req->xs[i]);
+        }
         oc_sched_fini(&req->sched[i]);
     }
-    /* After the executions' release: engine calls run in order. No peer
-     * puts here any more: oc_request_free has voted with every member, or
-     * the set-up failed before any start. */
+    /* Left here only by a set-up that failed before any start (oc_request_free
+     * closes it with the members). */
     if (req->win != NULL)
         oc_win_release(req->win);
     free(req->stuck_on);
-    free(req->inplace);
+    /* A cancelled send may still read it: the backend cannot cancel them all. */
+    if (cancelled)
+        oc_ctx_free_later(req->team->ctx, req->inplace);
+    else
+        free(req->inplace);
     free(req->put_peers);
     free(req);
 }
@@ -473,18 +479,38 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
  * the exchanges that check what they agree on must not depend on them. */
 oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
 {
+    size_t total = len * (size_t)team->size;
     oc_request_t *req = NULL;
+    unsigned char *own;
     oc_coll_args_t a;
     oc_status_t st;
 
-    fill_args(&a, team, mine, theirs);
+    /* On buffers of its own: after a timeout the backend may still read or
+     * write them (not every transfer can be cancelled), so they are kept
+     * until oc_finalize rather than the caller's freed under it. */
+    own = malloc(2 * total + 1);
+    if (own == NULL) {
+        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
+        return oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size,
+                        len);
+    }
+    memcpy(own, mine, total);
+    fill_args(&a, team, own, own + total);
     a.block = len;
     st = req_create("oc_team_alltoall", team, 0, &a, len, 0, OC_ALG_BURST, &req);
-    if (st != OC_OK)
+    if (st != OC_OK) {
+        free(own);
         return st;
+    }
     launch(req);
     st = oc_wait(req);
     oc_request_free(req);
+    if (st == OC_OK) {
+        memcpy(theirs, own + total, total);
+        free(own);
+    } else {
+        oc_ctx_free_later(team->ctx, own);
+    }
     return st;
 }
 
@@ -751,14 +777,15 @@ oc_status_t oc_request_free(oc_request_t *req)
     if (req_state(req) == OC_REQ_ACTIVE)
         return oc_error(OC_ERR_BUSY,
                         "oc_request_free: req is active; complete it with oc_wait or oc_test");
-    /* A peer may have started a round this member never will (it then
-     * timed out): its blocks may still be on their way here. Once every
-     * member has come this far they have arrived, each peer's messages
-     * arriving in order (as in oc_win_free). Should the vote fail, the
-     * window goes all the same: after OC_TIMEOUT_S nothing is in flight. */
-    if (req->win != NULL)
-        st = oc_team_vote(req->team, OC_OK,
-                          "oc_request_free: a put request is freed by every member");
+    /* A peer may have started a round this member never will (it then timed
+     * out): its blocks may still be on their way here. The window's close
+     * keeps the landing zones until oc_finalize where any member failed. */
+    if (req->win != NULL) {
+        st = oc_win_close(req->win, req->broken != OC_OK);
+        req->win = NULL;
+        if (st != OC_OK)
+            oc_error_append(" (oc_request_free: a put request is freed by every member)");
+    }
     req_unregister(req);
     return st;
 }

@@ -22,6 +22,8 @@ struct oc_context {
     oc_team_t **teams;              /* by local team id */
     size_t teams_cap;
     struct oc_win *wins;            /* windows, found by id */
+    struct oc_win *abandoned;       /* windows freed after a failure (oc_win_close) */
+    struct oc_later *later;         /* memory freed after the backend (oc_ctx_free_later) */
     uint32_t next_win_id;           /* never reused: a late notification finds nothing */
     _Atomic int nteams, nrequests;
 };
@@ -95,9 +97,10 @@ typedef struct {
 } oc_win_peer_t;
 
 struct oc_win {
-    oc_team_t *team;
+    oc_team_t *team;                /* NULL once abandoned (oc_win_close) */
+    int npeers;                     /* the team's size */
     uint32_t id;
-    struct oc_win *next;            /* in the context's registry */
+    struct oc_win *next;            /* in the context's registry, or its abandoned list */
     void *base;
     size_t size;
     oc_nic_mem_t *mem;
@@ -109,6 +112,8 @@ struct oc_win {
     _Atomic uint32_t puts_inflight; /* futex word of flushes */
     _Atomic uint32_t flush_waiters;
     _Atomic int put_error;          /* first failure of a put, an oc_status_t */
+    pthread_mutex_t puts_lock;      /* puts: oc_put's callers add, the engine removes */
+    struct oc_put_op *puts;         /* oc_put's puts in flight, for cancelling them */
 };
 
 /* Context: registry lookup of a team by local id (NULL if none). */
@@ -157,6 +162,22 @@ oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
 /* Releases win here without waiting for the peers (oc_win_free's barrier):
  * for a window that no peer puts into any more. */
 void oc_win_release(oc_win_t *win);
+
+/* Collective release of win, oc_win_free's after its flush. failed: this
+ * member's transfers on win (or into it) failed, so late ones may still come
+ * or go; if any member says so, or the barrier fails, win is abandoned: gone
+ * from the team at once, its memory, keys and bookkeeping kept until
+ * oc_finalize. Returns the barrier's status. */
+oc_status_t oc_win_close(oc_win_t *win, int failed);
+
+/* oc_finalize's part for abandoned windows: their keys while the backend
+ * still runs (backend_gone = 0; the engine quiesced), the rest after it. */
+void oc_win_finalize(oc_context_t *ctx, int backend_gone);
+
+/* Frees ptr in oc_finalize, after the backend: memory that a transfer which
+ * failed (and could not be cancelled) may still read, such as a pack buffer.
+ * Should the bookkeeping fail, ptr is never freed rather than freed early. */
+void oc_ctx_free_later(oc_context_t *ctx, void *ptr);
 
 /* Engine context: asks every other member of req's team whether it has
  * started req's operation. */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* One put in flight: its one-list schedule and engine state in one block. */
-typedef struct {
+typedef struct oc_put_op {
     oc_pe_exec_t x;                /* first: the engine frees orphans by it */
     oc_nic_slot_t slots[2];
     oc_task_t tasks[2];
@@ -21,6 +21,7 @@ typedef struct {
     oc_sched_t sched;
     oc_notify_msg_t msg;
     oc_win_t *win;
+    struct oc_put_op *next, **prev; /* in win->puts */
 } put_op_t;
 
 /* ---- registry and notifications (engine context for the handler) -------------- */
@@ -122,16 +123,31 @@ static void unpack_fn(oc_pe_t *pe, void *arg)
     }
 }
 
+static void drop_rkeys(oc_win_t *win, oc_nic_t *nic)
+{
+    int r;
+    if (win->peers != NULL)
+        for (r = 0; r < win->npeers; r++)
+            nic->ops->rkey_destroy(nic, win->peers[r].rkey);
+}
+
 static void release_fn(oc_pe_t *pe, void *arg)
 {
     oc_win_t *win = arg;
     oc_nic_t *nic = oc_pe_nic(pe);
-    int r;
-    if (win->peers != NULL)
-        for (r = 0; r < win->team->size; r++)
-            nic->ops->rkey_destroy(nic, win->peers[r].rkey);
+    drop_rkeys(win, nic);
     if (win->mem != NULL)
         nic->ops->mem_free(nic, win->mem);
+}
+
+static void win_destroy(oc_win_t *win)
+{
+    free(win->peers);
+    free(win->counters);
+    free(win->from);
+    free(win->from_mark);
+    pthread_mutex_destroy(&win->puts_lock);
+    free(win);
 }
 
 /* Local release of whatever was set up (engine resources included). */
@@ -141,12 +157,54 @@ void oc_win_release(oc_win_t *win)
     registry_remove(ctx, win);
     oc_pe_sync(ctx->pe); /* no notification handler still holds win */
     oc_pe_call(ctx->pe, release_fn, win);
-    free(win->peers);
-    free(win->counters);
-    free(win->from);
-    free(win->from_mark);
     atomic_fetch_sub(&win->team->nwins, 1);
-    free(win);
+    win_destroy(win);
+}
+
+/* A cancelled put no longer reads its task or the team's endpoints, and
+ * becomes the engine's orphan: the window may go with the team. */
+static void cancel_puts_fn(oc_pe_t *pe, void *arg)
+{
+    oc_win_t *win = arg;
+    put_op_t *op;
+    for (;;) {
+        pthread_mutex_lock(&win->puts_lock);
+        op = win->puts;
+        pthread_mutex_unlock(&win->puts_lock);
+        if (op == NULL)
+            break;
+        oc_pe_cancel(pe, &op->x, OC_ERR_TIMEOUT); /* put_complete unlinks it */
+    }
+}
+
+/* Detaches win from its team and keeps its memory, keys and bookkeeping for
+ * oc_win_finalize: transfers on it failed, so the backend may still move
+ * late data into or out of it (an uncancellable put, a peer's late put). */
+static void win_abandon(oc_win_t *win)
+{
+    oc_context_t *ctx = win->team->ctx;
+    registry_remove(ctx, win);
+    oc_pe_call(ctx->pe, cancel_puts_fn, win); /* and no notification handler holds win */
+    atomic_fetch_sub(&win->team->nwins, 1);
+    win->team = NULL;
+    pthread_mutex_lock(&ctx->teams_lock);
+    win->next = ctx->abandoned;
+    ctx->abandoned = win;
+    pthread_mutex_unlock(&ctx->teams_lock);
+}
+
+void oc_win_finalize(oc_context_t *ctx, int backend_gone)
+{
+    oc_win_t *win;
+    if (!backend_gone) {
+        for (win = ctx->abandoned; win != NULL; win = win->next)
+            drop_rkeys(win, oc_pe_nic(ctx->pe));
+        return;
+    }
+    while ((win = ctx->abandoned) != NULL) {
+        ctx->abandoned = win->next;
+        win_destroy(win);
+    }
 }
 
 /* Exchanges addresses, sizes, ids and keys; unpacks the peers' keys. */
@@ -211,6 +269,8 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
     if (win == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: window", fn);
     win->team = team;
+    win->npeers = team->size;
+    pthread_mutex_init(&win->puts_lock, NULL);
     win->size = size;
     win->ncounters = ncounters;
     win->peers = calloc((size_t)team->size, sizeof(*win->peers));
@@ -296,20 +356,39 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
     return st;
 }
 
+oc_status_t oc_win_close(oc_win_t *win, int failed)
+{
+    unsigned char mine = failed ? 2 : 1, *all;
+    oc_status_t st;
+    int r, abandon = failed;
+
+    /* Nobody releases memory a peer may still put into: a barrier, which
+     * also tells whether a member's transfers on the window failed. */
+    all = malloc((size_t)win->team->size);
+    if (all != NULL) {
+        st = oc_team_allgather(win->team, &mine, 1, all);
+    } else {
+        oc_team_skip_ops(win->team, 1); /* the peers' barrier */
+        st = oc_error(OC_ERR_NO_MEMORY, "barrier of %d members", win->team->size);
+    }
+    for (r = 0; st == OC_OK && r < win->team->size; r++)
+        abandon |= all[r] == 2;
+    free(all);
+    if (st != OC_OK || abandon)
+        win_abandon(win);
+    else
+        oc_win_release(win);
+    return st;
+}
+
 oc_status_t oc_win_free(oc_win_t *win)
 {
-    unsigned char one = 1, *all;
     oc_status_t st, bst;
 
     if (win == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_win_free: win is NULL");
     st = oc_win_flush(win);
-    /* Nobody releases memory a peer may still put into. */
-    all = malloc((size_t)win->team->size);
-    bst = all != NULL ? oc_team_allgather(win->team, &one, 1, all)
-                      : oc_error(OC_ERR_NO_MEMORY, "oc_win_free: barrier");
-    free(all);
-    oc_win_release(win);
+    bst = oc_win_close(win, atomic_load(&win->puts_inflight) > 0);
     if (st == OC_OK && bst != OC_OK) {
         oc_error_append(" (oc_win_free: waiting for the other members)");
         st = bst;
@@ -365,9 +444,17 @@ static void put_complete(oc_pe_exec_t *x, oc_status_t st)
     if (st != OC_OK)
         atomic_compare_exchange_strong(&win->put_error, &none, (int)st);
     /* Dekker-style with oc_pe_wait_word in oc_win_flush: the count first. */
+    pthread_mutex_lock(&win->puts_lock);
+    *op->prev = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
+    pthread_mutex_unlock(&win->puts_lock);
     if (atomic_fetch_sub(&win->puts_inflight, 1) == 1 && atomic_load(&win->flush_waiters) > 0)
         oc_futex_wake_all(&win->puts_inflight);
-    free(op);
+    if (x->cancelled)
+        oc_pe_exec_release(x->pe, x); /* freed when the backend is done with it */
+    else
+        free(op);
 }
 
 static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,
@@ -419,6 +506,13 @@ static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,
     op->x.match.peer_team_ids = team->peer_ids;
     op->x.match.rank = team->rank;
     op->x.match.eps = team->eps;
+    pthread_mutex_lock(&win->puts_lock);
+    op->next = win->puts;
+    if (op->next != NULL)
+        op->next->prev = &op->next;
+    op->prev = &win->puts;
+    win->puts = op;
+    pthread_mutex_unlock(&win->puts_lock);
     atomic_fetch_add(&win->puts_inflight, 1);
     oc_pe_start(team->ctx->pe, &op->x);
     return OC_OK;

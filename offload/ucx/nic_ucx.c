@@ -33,6 +33,7 @@ struct oc_nic_ep {
 
 struct oc_nic_mem {
     ucp_mem_h memh;
+    struct oc_nic_mem *next, **prev; /* in nic->mems */
 };
 
 typedef struct {
@@ -44,6 +45,7 @@ typedef struct {
     int efd;
     int verbose;
     struct oc_nic_ep *eps;
+    struct oc_nic_mem *mems;   /* not freed yet: destroy() unmaps what is left */
     oc_nic_amq_t am;           /* control messages to deliver */
     oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
     size_t nflushed, flushed_cap;
@@ -499,6 +501,11 @@ static oc_status_t ucx_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out
         return ucx_error("ucp_mem_query", st);
     }
     memset(attr.address, 0, size);
+    mem->next = nic->mems;
+    if (mem->next != NULL)
+        mem->next->prev = &mem->next;
+    mem->prev = &nic->mems;
+    nic->mems = mem;
     *addr = attr.address;
     *out = mem;
     return OC_OK;
@@ -508,6 +515,9 @@ static void ucx_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
 {
     if (mem == NULL)
         return;
+    *mem->prev = mem->next;
+    if (mem->next != NULL)
+        mem->next->prev = mem->prev;
     ucp_mem_unmap(((nic_ucx_t *)base)->context, mem->memh);
     free(mem);
 }
@@ -639,6 +649,10 @@ static void ucx_destroy(oc_nic_t *base)
             ucp_worker_release_address(nic->worker, nic->address);
         ucp_worker_destroy(nic->worker);
     }
+    /* Windows abandoned after a failure: peers' late puts (emulated ones land
+     * in this worker's progress) could reach them until the worker was gone. */
+    while (nic->mems != NULL)
+        ucx_mem_free(base, nic->mems);
     if (nic->context != NULL)
         ucp_cleanup(nic->context);
     free(nic);

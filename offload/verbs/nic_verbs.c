@@ -28,6 +28,7 @@ struct oc_nic_mem {
     struct ibv_mr *mr;
     void *addr;
     size_t size;
+    struct oc_nic_mem *next, **prev; /* in nic->mems */
 };
 
 struct oc_nic_rkey {
@@ -392,6 +393,11 @@ static oc_status_t vb_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out,
         free(mem);
         return st;
     }
+    mem->next = nic->mems;
+    if (mem->next != NULL)
+        mem->next->prev = &mem->next;
+    mem->prev = &nic->mems;
+    nic->mems = mem;
     *addr = mem->addr;
     *out = mem;
     return OC_OK;
@@ -402,6 +408,9 @@ static void vb_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
     (void)base;
     if (mem == NULL)
         return;
+    *mem->prev = mem->next;
+    if (mem->next != NULL)
+        mem->next->prev = mem->prev;
     ibv_dereg_mr(mem->mr);
     free(mem->addr);
     free(mem);
@@ -453,6 +462,9 @@ static void vb_destroy(oc_nic_t *base)
         nic->eps = ep->next;
         vb_qp_destroy(nic, ep);
     }
+    /* Windows abandoned after a failure: no QP writes into them any more. */
+    while (nic->mems != NULL)
+        vb_mem_free(base, nic->mems);
     vb_ops_fini(nic);
     vb_mr_cache_fini(&nic->mrs);
     vb_dev_close(&nic->dev);

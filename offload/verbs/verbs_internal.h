@@ -284,6 +284,7 @@ struct vb_nic {
     vb_proto_t proto;
     oc_nic_ep_t *eps;            /* data QPs and the trigger QP */
     unsigned neps;
+    struct oc_nic_mem *mems;     /* windows not freed yet: destroy() frees them */
     oc_nic_ep_t *dirty;
     vb_op_t *free_ops;
     struct vb_slab *slabs;

@@ -166,8 +166,13 @@ void p3_decomp_free(p3_t *p)
     fftw_free(p->line);
     fftw_free(p->plane);
     for (s = 0; s < P3_SLOTS; s++) {
-        fftw_free(p->ya[s]);
-        fftw_free(p->zb[s]);
+        if (p->oc_failed) {
+            p3_yz_keep(p->ya[s]);
+            p3_yz_keep(p->zb[s]);
+        } else {
+            fftw_free(p->ya[s]);
+            fftw_free(p->zb[s]);
+        }
     }
     if (p->row != MPI_COMM_NULL)
         MPI_Comm_free(&p->row);

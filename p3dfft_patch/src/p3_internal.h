@@ -95,6 +95,8 @@ typedef struct {
     p3_plan_entry_t *plans;
     double timers[P3DFFT_NTIMERS];
     int broken; /* a re-configuration failed: only Cp3dfft_clean is left */
+    int oc_failed; /* an offloaded transpose failed: its late transfers may
+                      still touch ya and zb (p3_yz_keep) */
 } p3_t;
 
 /* p3_api.c: records the detail of a failure and returns code. */
@@ -123,6 +125,10 @@ int p3_yz_wait(p3_t *p, int slot);
  * so that none is left active or writing into buffers freed later;
  * p3_fail's detail is kept. */
 void p3_yz_drain(p3_t *p);
+/* Frees buf (an fftw_malloc'd transpose buffer of a failed transpose) once
+ * the offcoll context is finalized, not before: the network layer cannot
+ * cancel every transfer. */
+void p3_yz_keep(void *buf);
 void p3_yz_progress(p3_t *p); /* lets MPI move an mpi_nb transpose */
 /* Where the unit's Y-Z data lies before (send) and after (receive) the
  * transpose, for direction dir. */

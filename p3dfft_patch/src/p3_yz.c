@@ -84,12 +84,40 @@ static int offload_requests(p3_t *p)
  * progress thread) at every set-up costs more than a small transform. */
 static oc_context_t *shared_ctx;
 
+typedef struct kept {
+    struct kept *next;
+    void *buf;
+} kept_t;
+static kept_t *kept; /* p3_yz_keep's buffers */
+
+void p3_yz_keep(void *buf)
+{
+    kept_t *k;
+    if (buf == NULL)
+        return;
+    if (shared_ctx == NULL) { /* no offcoll transfer ever touched it */
+        fftw_free(buf);
+        return;
+    }
+    if ((k = malloc(sizeof(*k))) == NULL)
+        return; /* never freed rather than freed early */
+    k->buf = buf;
+    k->next = kept;
+    kept = k;
+}
+
 static int finalize_ctx(MPI_Comm comm, int key, void *value, void *extra)
 {
     (void)comm, (void)key, (void)value, (void)extra;
     if (shared_ctx != NULL)
         oc_finalize(shared_ctx);
     shared_ctx = NULL;
+    while (kept != NULL) {
+        kept_t *k = kept;
+        kept = k->next;
+        fftw_free(k->buf);
+        free(k);
+    }
     return MPI_SUCCESS;
 }
 
@@ -206,10 +234,12 @@ static int slot_wait(p3_t *p, int slot, int quiet)
         return P3DFFT_OK;
     sl->active = 0;
     if (p->mode == P3_OFFLOAD) {
-        if ((st = oc_wait(p->oc_req[sl->dir][slot][sl->slab])) != OC_OK)
+        if ((st = oc_wait(p->oc_req[sl->dir][slot][sl->slab])) != OC_OK) {
+            p->oc_failed = 1;
             return quiet ? P3DFFT_ERR_OFFLOAD
                          : p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (Y-Z transpose): %s: %s",
                                    oc_status_string(st), oc_last_error());
+        }
     } else if (MPI_Wait(&sl->mreq, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
         return quiet ? P3DFFT_ERR_MPI : p3_fail(P3DFFT_ERR_MPI, "MPI_Wait (Y-Z transpose) failed");
     }

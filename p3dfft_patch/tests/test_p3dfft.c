@@ -9,10 +9,15 @@
  * and 3 slabs. The cosine and sine transforms along Z ("ffc" / "cff", "ffs" /
  * "sff") against the serial r2c in X, c2c in Y and REDFT00 / RODFT00 along Z
  * of the real and imaginary parts, nv = 2.
+ * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose in
+ * offload mode, so rank 0's times out and names it; both clean up and
+ * finalize (under ASan: the failed transpose's buffers are kept until
+ * MPI_Finalize, when offcoll's context goes).
  */
 #include <complex.h>
 #include <fftw3.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "mpi_check.h"
 #include "p3dfft.h"
@@ -338,6 +343,55 @@ static void check_errors(void)
     CHECK_P3(Cp3dfft_clean());
 }
 
+/* Set on rank 1: its next MPI_Allreduce, a transform's agreement on its
+ * arguments (through the profiling interface), returns 3 s late. */
+static int late_allreduce;
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm)
+{
+    int rc = PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+    if (late_allreduce) {
+        late_allreduce = 0;
+        sleep(3);
+    }
+    return rc;
+}
+
+/* Over TCP, where rank 0's messages to the late rank stay in its backend. */
+static void late_case(void)
+{
+    static const int n[3] = {32, 32, 32};
+    unsigned char op[] = "fft";
+    double *in;
+    fftw_complex *out;
+    grid_t g;
+    int rc;
+
+    snprintf(tag, sizeof(tag), "32^3 dims 1x2 offload, rank 1 late to a transform");
+    setenv("OC_TIMEOUT_S", "1", 1);
+    setenv("OC_INTRANODE", "loopback", 1);
+    CHECK_P3(Cp3dfft_set_transpose("offload"));
+    if (setup(&g, 1, nproc, n) != 0)
+        return;
+    in = fftw_malloc(rsize(&g) * sizeof(double));
+    out = fftw_malloc(csize(&g) * sizeof(fftw_complex));
+    fill_real(&g, in, rand_at, 0);
+    late_allreduce = rank == 1;
+    rc = Cp3dfft_ftran_r2c(in, (double *)out, op);
+    if (rank == 0) {
+        CHECK(rc != 0 && strstr(Cp3dfft_last_error(), "Y-Z transpose") != NULL &&
+                  strstr(Cp3dfft_last_error(), "OC_ERR_TIMEOUT") != NULL &&
+                  strstr(Cp3dfft_last_error(), "never took part: 1") != NULL,
+              "the transform returned %d: %s", rc, Cp3dfft_last_error());
+    }
+    /* Rank 1's transpose may complete or time out, as its peer gave up. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_P3(Cp3dfft_clean());
+    fftw_free(in);
+    fftw_free(out);
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
@@ -350,6 +404,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
     check_tag = tag;
     setenv("P3DFFT_FFTW_FLAG", "estimate", 0); /* planning time is not under test */
+    if (argc > 1 && strcmp(argv[1], "--late") == 0) {
+        if (nproc == 2)
+            late_case();
+        else if (rank == 0)
+            printf("test_p3dfft --late: SKIP: needs 2 ranks\n");
+        return check_finish("test_p3dfft --late");
+    }
 
     check_errors();
 

@@ -9,6 +9,11 @@
  * but not this round of it).
  * A halo exchange that a rank skips: its neighbours' oc_halo_wait names it and
  * the side it sits on; the other ranks complete.
+ * A put whose target does not progress (inline, over TCP, where UCX emulates
+ * puts): the origin's flush times out and it frees the window with the put
+ * still in flight, then the target frees it while the put's data still
+ * arrives. Both windows are kept until oc_finalize (under ASan, an early
+ * release is a use after free), and both finalize.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +148,62 @@ static void halo_skip_case(oc_progress_mode_t mode)
     free(a);
 }
 
+static void late_put_case(void)
+{
+    const size_t size = 4u << 20;
+    char *src = malloc(size);
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_win_t *win = NULL;
+    void *base = NULL;
+    MPI_Comm pair;
+    oc_status_t st;
+
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    if (pair == MPI_COMM_NULL) {
+        free(src);
+        return;
+    }
+    memset(src, 0x5a, size);
+    CHECK_OC(oc_config_init(&cfg));
+    /* The origin's thread keeps sending; the target moves only in its calls. */
+    cfg.progress = rank == 0 ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+    cfg.intranode = OC_INTRANODE_LOOPBACK;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, pair, &team));
+    CHECK_OC(oc_win_create(team, size, 0, &base, &win));
+    if (rank == 1) {
+        CHECK_OC(oc_put(win, 0, 0, src, size));
+        st = oc_win_flush(win);
+        if (st == OC_OK) {
+            printf("rank 1 [late put]: the put completed without the target's progress "
+                   "(a transport with true one-sided puts): no late data to check\n");
+            MPI_Send(NULL, 0, MPI_BYTE, 0, 0, pair);
+            CHECK_OC(oc_win_free(win));
+        } else {
+            CHECK(st == OC_ERR_TIMEOUT && strstr(oc_last_error(), "still unfinished"),
+                  "[late put] oc_win_flush: %s", oc_last_error());
+            /* The target is not in the barrier yet: this member leaves it
+               after OC_TIMEOUT_S, telling the target that its put failed. */
+            st = oc_win_free(win);
+            CHECK(st == OC_ERR_TIMEOUT, "[late put] oc_win_free on the origin: %s",
+                  oc_last_error());
+            MPI_Send(NULL, 0, MPI_BYTE, 0, 0, pair);
+        }
+    } else {
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, 0, pair, MPI_STATUS_IGNORE);
+        /* The put's data, then the origin's barrier message, arrive from now
+           on: the barrier passes, and this member keeps the window too. */
+        CHECK_OC(oc_win_free(win));
+    }
+    MPI_Barrier(pair);
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    MPI_Comm_free(&pair);
+    free(src);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -169,6 +230,7 @@ int main(int argc, char **argv)
         skip_case(OC_PROGRESS_INLINE, OC_ALG_PUT, 1);
         halo_skip_case(OC_PROGRESS_THREAD);
         halo_skip_case(OC_PROGRESS_INLINE);
+        late_put_case();
     }
     return check_finish("test_timeout");
 }

@@ -2,7 +2,9 @@
  * Windows, notified puts and halo plans end to end, with threads standing in
  * for ranks (see ut_ranks.h). Meant to run under ThreadSanitizer: the
  * notification path (progress thread -> counter -> sleeping application
- * thread) and the put completion path are what it watches.
+ * thread) and the put completion path are what it watches. Also a window
+ * freed while its put is in flight (cancelled by the free, abandoned until
+ * finalize) and the target's free while that put still arrives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +140,57 @@ static void test_windows(void **state)
     ut_run_ranks(c->n, rank_main, c, label);
 }
 
+/* Rank 1 (thread mode) puts 4 MB over TCP into rank 0 (inline), which does
+ * not progress until the origin has freed the window; as test_timeout's late
+ * put case, with both ranks in one process. */
+static void *late_put_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    const size_t size = 4u << 20;
+    char *src = calloc(1, size);
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_win_t *win = NULL;
+    void *base = NULL;
+    oc_status_t st;
+
+    if (!CHECK(src != NULL, "out of memory") || !CHECK_OC(oc_config_init(&cfg)))
+        goto out;
+    cfg.progress = me->member.rank == 0 ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+    cfg.intranode = OC_INTRANODE_LOOPBACK;
+    cfg.timeout_s = 1;
+    if (!ut_open(me, &cfg, &ctx, &team) ||
+        !CHECK_OC(oc_win_create(team, size, 0, &base, &win)))
+        goto out;
+    if (me->member.rank == 1) {
+        CHECK_OC(oc_put(win, 0, 0, src, size));
+        if ((st = oc_win_flush(win)) == OC_OK) { /* a transport with one-sided puts */
+            ut_barrier(me);
+            CHECK_OC(oc_win_free(win));
+        } else {
+            CHECK(st == OC_ERR_TIMEOUT, "oc_win_flush: %s", oc_last_error());
+            st = oc_win_free(win);
+            CHECK(st == OC_ERR_TIMEOUT, "oc_win_free on the origin: %s", oc_last_error());
+            ut_barrier(me);
+        }
+    } else {
+        ut_barrier(me);
+        CHECK_OC(oc_win_free(win));
+    }
+    ut_barrier(me);
+out:
+    ut_close(me, ctx, team);
+    free(src);
+    return NULL;
+}
+
+static void test_late_put(void **state)
+{
+    (void)state;
+    ut_run_ranks(2, late_put_main, NULL, "late put");
+}
+
 static win_case_t cases[] = {
     {OC_PROGRESS_THREAD, 1}, {OC_PROGRESS_THREAD, 2}, {OC_PROGRESS_THREAD, 3},
     {OC_PROGRESS_INLINE, 2},
@@ -150,6 +203,7 @@ int main(void)
         {"thread progress, 2 ranks", test_windows, NULL, NULL, &cases[1]},
         {"thread progress, 3 ranks", test_windows, NULL, NULL, &cases[2]},
         {"inline progress, 2 ranks", test_windows, NULL, NULL, &cases[3]},
+        cmocka_unit_test(test_late_put),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
