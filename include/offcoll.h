@@ -134,7 +134,10 @@ const char *oc_alg_name(oc_alg_t alg);
 oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
 
 /** Stops the progress engine and releases the context. Teams and requests of
- *  the context must have been freed; active requests make it OC_ERR_BUSY. */
+ *  the context must have been freed; active requests make it OC_ERR_BUSY.
+ *  Also releases what was kept after failures (windows, halo plans and
+ *  buffers whose transfers could not be cancelled); transfers still in flight
+ *  then get about a second to end before the backend is torn down. */
 oc_status_t oc_finalize(oc_context_t *ctx);
 
 /** The configuration in force for ctx (copied into *cfg). */
@@ -426,7 +429,9 @@ oc_status_t oc_halo_test(oc_halo_t *halo, int field);
  *  each -1, 0 or 1, or -1 where there is none (a non-periodic edge). Local. */
 oc_status_t oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz, int *rank);
 
-/** Collective: waits for fields in flight, then releases the plan. */
+/** Collective: waits for fields in flight, then releases the plan. Where an
+ *  exchange failed on any member, its window and pack buffers are kept until
+ *  oc_finalize (late faces may still land or be sent). */
 oc_status_t oc_halo_free(oc_halo_t *halo);
 
 #ifdef __cplusplus

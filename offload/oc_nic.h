@@ -106,6 +106,8 @@ typedef struct {
     oc_status_t (*mem_pack)(oc_nic_t *nic, oc_nic_mem_t *mem, void **key, size_t *len);
     oc_status_t (*rkey_unpack)(oc_nic_t *nic, oc_nic_ep_t *ep, const void *key, size_t len,
                                oc_nic_rkey_t **rkey);
+    /* destroy() destroys the keys this was not called for, once no transfer
+     * uses them (after closing its endpoints). */
     void (*rkey_destroy)(oc_nic_t *nic, oc_nic_rkey_t *rkey);
     /* This process's address of raddr in the peer memory rkey reaches, where
      * it can load and store that memory itself (shared memory on this host),

@@ -203,6 +203,8 @@ static void run_start(oc_pe_t *pe, oc_pe_item_t *item)
     x->parked_on = NULL;
     x->list.status = OC_OK; /* a restart after a failure resumes from a WAIT clean */
     STAT_ADD(pe, requests_started, 1);
+    if (x->started != NULL)
+        x->started(x);
     advance(pe, x);
 }
 
@@ -528,9 +530,11 @@ const char *oc_pe_info(const oc_pe_t *pe)
     return pe->have_thread ? pe->info : "inline: no thread, progress inside oc_test/oc_wait";
 }
 
-void oc_pe_quiesce(oc_pe_t *pe)
+void oc_pe_destroy(oc_pe_t *pe)
 {
     double deadline;
+    if (pe == NULL)
+        return;
     if (pe->have_thread) {
         oc_pe_call(pe, stop_fn, NULL);
         pthread_join(pe->thread, NULL);
@@ -542,13 +546,6 @@ void oc_pe_quiesce(oc_pe_t *pe)
     deadline = oc_time_now() + 1.0;
     while (pe->orphans != NULL && oc_time_now() < deadline)
         oc_pe_progress(pe);
-}
-
-void oc_pe_destroy(oc_pe_t *pe)
-{
-    if (pe == NULL)
-        return;
-    oc_pe_quiesce(pe);
     if (pe->nic != NULL)
         pe->nic->ops->destroy(pe->nic);
     while (pe->orphans != NULL) {

@@ -35,8 +35,8 @@ typedef struct oc_pe_item {
 typedef void (*oc_pe_complete_fn)(oc_pe_exec_t *x, oc_status_t status);
 
 /* One execution of a schedule. The owner fills sched, match, slots (at least
- * the schedule's largest list) and complete, then calls oc_pe_start(); the
- * rest is the engine's. The exec must stay alive until complete() ran and,
+ * the schedule's largest list), complete and optionally started, then calls
+ * oc_pe_start(); the rest is the engine's. The exec must stay alive until complete() ran and,
  * after a cancel, until oc_pe_exec_release(). */
 struct oc_pe_exec {
     oc_pe_item_t item;
@@ -44,6 +44,7 @@ struct oc_pe_exec {
     oc_nic_match_t match;
     oc_nic_slot_t *slots;
     oc_pe_complete_fn complete;
+    void (*started)(oc_pe_exec_t *x); /* optional: on the engine's thread, first */
     void *owner;     /* for complete() */
     /* engine-owned */
     oc_pe_t *pe;
@@ -94,12 +95,9 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
 /* Gives the calling thread back the CPUs oc_pe_bind took from it, unless it
  * has been bound elsewhere since. */
 void oc_pe_unbind_caller(const oc_pe_caller_t *caller);
-/* Stops the thread and gives released execs whose lists are still in flight
- * a moment to finish. The backend stays, driven by nobody: the caller may
- * still call its ops. Idempotent. */
-void oc_pe_quiesce(oc_pe_t *pe);
-/* Quiesces, destroys the backend (which ends what is left), then frees the
- * released execs. */
+/* Stops the thread, gives released execs whose lists are still in flight a
+ * moment to finish, destroys the backend (which ends what is left), then
+ * frees them. */
 void oc_pe_destroy(oc_pe_t *pe);
 
 oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);

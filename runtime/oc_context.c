@@ -136,10 +136,8 @@ oc_status_t oc_finalize(oc_context_t *ctx)
     if (nt > 0 || nr > 0)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);
-    oc_pe_quiesce(ctx->pe);
-    oc_win_finalize(ctx, 0);
     oc_pe_destroy(ctx->pe); /* and with it the backend */
-    oc_win_finalize(ctx, 1);
+    oc_win_finalize(ctx);
     while (ctx->later != NULL) {
         struct oc_later *l = ctx->later;
         ctx->later = l->next;

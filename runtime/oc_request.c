@@ -182,7 +182,6 @@ static void release_fn(oc_pe_t *pe, void *arg)
 
 static void req_destroy(oc_request_t *req)
 {
-    int cancelled = 0;
     unsigned i;
     if (req->prev_persistent != NULL) {
         pthread_mutex_lock(&req->team->ctx->teams_lock);
@@ -193,7 +192,7 @@ static void req_destroy(oc_request_t *req)
     }
     for (i = 0; i < 2; i++) {
         if (req->xs[i] != NULL && req->xs[i]->cancelled) {
-            cancelled = 1;
+            req->cancelled_once = 1;
             oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);
         } else {
             free(req->xs[i]);
@@ -206,7 +205,7 @@ static void req_destroy(oc_request_t *req)
         oc_win_release(req->win);
     free(req->stuck_on);
     /* A cancelled send may still read it: the backend cannot cancel them all. */
-    if (cancelled)
+    if (req->cancelled_once)
         oc_ctx_free_later(req->team->ctx, req->inplace);
     else
         free(req->inplace);
@@ -581,6 +580,7 @@ oc_status_t oc_start(oc_request_t *req)
             return oc_error(OC_ERR_NO_MEMORY, "oc_start: request state");
         oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);
         req->xs[i] = fresh;
+        req->cancelled_once = 1;
     }
     launch(req);
     return OC_OK;

@@ -76,6 +76,8 @@ typedef struct oc_request {
     void *owner;
     void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
                                        made by the schedule's first list */
+    int cancelled_once;             /* an execution was cancelled: its sends may
+                                       still read inplace (oc_ctx_free_later) */
 } oc_request_t;
 
 /* Control messages between progress engines: a uint32_t type comes first. */
@@ -98,7 +100,6 @@ typedef struct {
 
 struct oc_win {
     oc_team_t *team;                /* NULL once abandoned (oc_win_close) */
-    int npeers;                     /* the team's size */
     uint32_t id;
     struct oc_win *next;            /* in the context's registry, or its abandoned list */
     void *base;
@@ -112,8 +113,7 @@ struct oc_win {
     _Atomic uint32_t puts_inflight; /* futex word of flushes */
     _Atomic uint32_t flush_waiters;
     _Atomic int put_error;          /* first failure of a put, an oc_status_t */
-    pthread_mutex_t puts_lock;      /* puts: oc_put's callers add, the engine removes */
-    struct oc_put_op *puts;         /* oc_put's puts in flight, for cancelling them */
+    struct oc_put_op *puts;         /* engine only: oc_put's puts in flight, to cancel */
 };
 
 /* Context: registry lookup of a team by local id (NULL if none). */
@@ -167,12 +167,12 @@ void oc_win_release(oc_win_t *win);
  * member's transfers on win (or into it) failed, so late ones may still come
  * or go; if any member says so, or the barrier fails, win is abandoned: gone
  * from the team at once, its memory, keys and bookkeeping kept until
- * oc_finalize. Returns the barrier's status. */
+ * oc_finalize (the backend's destroy frees the memory and keys). Returns the
+ * barrier's status. */
 oc_status_t oc_win_close(oc_win_t *win, int failed);
 
-/* oc_finalize's part for abandoned windows: their keys while the backend
- * still runs (backend_gone = 0; the engine quiesced), the rest after it. */
-void oc_win_finalize(oc_context_t *ctx, int backend_gone);
+/* oc_finalize's part for abandoned windows, after the backend is gone. */
+void oc_win_finalize(oc_context_t *ctx);
 
 /* Frees ptr in oc_finalize, after the backend: memory that a transfer which
  * failed (and could not be cancelled) may still read, such as a pack buffer.

@@ -7,6 +7,7 @@
  */
 #include "oc_runtime.h"
 #include "oc_error.h"
+#include "oc_list.h"
 #include "oc_sync.h"
 
 #include <stdlib.h>
@@ -21,7 +22,7 @@ typedef struct oc_put_op {
     oc_sched_t sched;
     oc_notify_msg_t msg;
     oc_win_t *win;
-    struct oc_put_op *next, **prev; /* in win->puts */
+    struct oc_put_op *next, **prev; /* in win->puts, from the start on */
 } put_op_t;
 
 /* ---- registry and notifications (engine context for the handler) -------------- */
@@ -123,19 +124,14 @@ static void unpack_fn(oc_pe_t *pe, void *arg)
     }
 }
 
-static void drop_rkeys(oc_win_t *win, oc_nic_t *nic)
-{
-    int r;
-    if (win->peers != NULL)
-        for (r = 0; r < win->npeers; r++)
-            nic->ops->rkey_destroy(nic, win->peers[r].rkey);
-}
-
 static void release_fn(oc_pe_t *pe, void *arg)
 {
     oc_win_t *win = arg;
     oc_nic_t *nic = oc_pe_nic(pe);
-    drop_rkeys(win, nic);
+    int r;
+    if (win->peers != NULL)
+        for (r = 0; r < win->team->size; r++)
+            nic->ops->rkey_destroy(nic, win->peers[r].rkey);
     if (win->mem != NULL)
         nic->ops->mem_free(nic, win->mem);
 }
@@ -146,7 +142,6 @@ static void win_destroy(oc_win_t *win)
     free(win->counters);
     free(win->from);
     free(win->from_mark);
-    pthread_mutex_destroy(&win->puts_lock);
     free(win);
 }
 
@@ -166,20 +161,15 @@ void oc_win_release(oc_win_t *win)
 static void cancel_puts_fn(oc_pe_t *pe, void *arg)
 {
     oc_win_t *win = arg;
-    put_op_t *op;
-    for (;;) {
-        pthread_mutex_lock(&win->puts_lock);
-        op = win->puts;
-        pthread_mutex_unlock(&win->puts_lock);
-        if (op == NULL)
-            break;
-        oc_pe_cancel(pe, &op->x, OC_ERR_TIMEOUT); /* put_complete unlinks it */
-    }
+    while (win->puts != NULL)
+        oc_pe_cancel(pe, &win->puts->x, OC_ERR_TIMEOUT); /* put_complete unlinks it */
 }
 
-/* Detaches win from its team and keeps its memory, keys and bookkeeping for
- * oc_win_finalize: transfers on it failed, so the backend may still move
- * late data into or out of it (an uncancellable put, a peer's late put). */
+/* Detaches win from its team; transfers on it failed, so the backend may
+ * still move late data into or out of it (an uncancellable put, a peer's late
+ * put). Its memory and keys are left to the backend, which frees them when
+ * it is destroyed; its bookkeeping to oc_win_finalize (put_complete may still
+ * come for the cancelled puts until then). */
 static void win_abandon(oc_win_t *win)
 {
     oc_context_t *ctx = win->team->ctx;
@@ -193,14 +183,9 @@ static void win_abandon(oc_win_t *win)
     pthread_mutex_unlock(&ctx->teams_lock);
 }
 
-void oc_win_finalize(oc_context_t *ctx, int backend_gone)
+void oc_win_finalize(oc_context_t *ctx)
 {
     oc_win_t *win;
-    if (!backend_gone) {
-        for (win = ctx->abandoned; win != NULL; win = win->next)
-            drop_rkeys(win, oc_pe_nic(ctx->pe));
-        return;
-    }
     while ((win = ctx->abandoned) != NULL) {
         ctx->abandoned = win->next;
         win_destroy(win);
@@ -269,8 +254,6 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
     if (win == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: window", fn);
     win->team = team;
-    win->npeers = team->size;
-    pthread_mutex_init(&win->puts_lock, NULL);
     win->size = size;
     win->ncounters = ncounters;
     win->peers = calloc((size_t)team->size, sizeof(*win->peers));
@@ -436,6 +419,13 @@ oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr)
 
 /* ---- puts ---------------------------------------------------------------------- */
 
+/* Engine only, as put_complete and the cancel: the list needs no lock. */
+static void put_started(oc_pe_exec_t *x)
+{
+    put_op_t *op = (put_op_t *)x;
+    OC_LIST_PUSH(&op->win->puts, op);
+}
+
 static void put_complete(oc_pe_exec_t *x, oc_status_t st)
 {
     put_op_t *op = (put_op_t *)x;
@@ -444,11 +434,7 @@ static void put_complete(oc_pe_exec_t *x, oc_status_t st)
     if (st != OC_OK)
         atomic_compare_exchange_strong(&win->put_error, &none, (int)st);
     /* Dekker-style with oc_pe_wait_word in oc_win_flush: the count first. */
-    pthread_mutex_lock(&win->puts_lock);
-    *op->prev = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
-    pthread_mutex_unlock(&win->puts_lock);
+    OC_LIST_REMOVE(op);
     if (atomic_fetch_sub(&win->puts_inflight, 1) == 1 && atomic_load(&win->flush_waiters) > 0)
         oc_futex_wake_all(&win->puts_inflight);
     if (x->cancelled)
@@ -506,13 +492,7 @@ static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,
     op->x.match.peer_team_ids = team->peer_ids;
     op->x.match.rank = team->rank;
     op->x.match.eps = team->eps;
-    pthread_mutex_lock(&win->puts_lock);
-    op->next = win->puts;
-    if (op->next != NULL)
-        op->next->prev = &op->next;
-    op->prev = &win->puts;
-    win->puts = op;
-    pthread_mutex_unlock(&win->puts_lock);
+    op->x.started = put_started;
     atomic_fetch_add(&win->puts_inflight, 1);
     oc_pe_start(team->ctx->pe, &op->x);
     return OC_OK;

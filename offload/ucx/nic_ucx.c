@@ -10,6 +10,7 @@
  */
 #include "oc_nic.h"
 #include "oc_error.h"
+#include "oc_list.h"
 #include "oc_sync.h"
 
 #include <stdlib.h>
@@ -36,6 +37,11 @@ struct oc_nic_mem {
     struct oc_nic_mem *next, **prev; /* in nic->mems */
 };
 
+struct oc_nic_rkey {
+    ucp_rkey_h h;
+    struct oc_nic_rkey *next, **prev; /* in nic->rkeys */
+};
+
 typedef struct {
     oc_nic_t base;
     ucp_context_h context;
@@ -46,6 +52,7 @@ typedef struct {
     int verbose;
     struct oc_nic_ep *eps;
     struct oc_nic_mem *mems;   /* not freed yet: destroy() unmaps what is left */
+    struct oc_nic_rkey *rkeys; /* likewise, destroyed once no request uses them */
     oc_nic_amq_t am;           /* control messages to deliver */
     oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
     size_t nflushed, flushed_cap;
@@ -221,7 +228,7 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     case OC_TASK_PUT:
         what = "ucp_put_nbx";
         param.cb.send = send_cb;
-        sp = ucp_put_nbx(m->eps[t->peer]->ep, t->src, t->len, t->raddr, (ucp_rkey_h)t->obj,
+        sp = ucp_put_nbx(m->eps[t->peer]->ep, t->src, t->len, t->raddr, ((oc_nic_rkey_t *)t->obj)->h,
                          &param);
         break;
     case OC_TASK_NOTIFY:
@@ -501,11 +508,7 @@ static oc_status_t ucx_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out
         return ucx_error("ucp_mem_query", st);
     }
     memset(attr.address, 0, size);
-    mem->next = nic->mems;
-    if (mem->next != NULL)
-        mem->next->prev = &mem->next;
-    mem->prev = &nic->mems;
-    nic->mems = mem;
+    OC_LIST_PUSH(&nic->mems, mem);
     *addr = attr.address;
     *out = mem;
     return OC_OK;
@@ -515,9 +518,7 @@ static void ucx_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
 {
     if (mem == NULL)
         return;
-    *mem->prev = mem->next;
-    if (mem->next != NULL)
-        mem->next->prev = mem->prev;
+    OC_LIST_REMOVE(mem);
     ucp_mem_unmap(((nic_ucx_t *)base)->context, mem->memh);
     free(mem);
 }
@@ -536,31 +537,39 @@ static oc_status_t ucx_mem_pack(oc_nic_t *base, oc_nic_mem_t *mem, void **key, s
 }
 
 static oc_status_t ucx_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *key, size_t len,
-                                   oc_nic_rkey_t **rkey)
+                                   oc_nic_rkey_t **out)
 {
-    ucp_rkey_h h;
+    nic_ucx_t *nic = (nic_ucx_t *)base;
+    oc_nic_rkey_t *rkey = calloc(1, sizeof(*rkey));
     ucs_status_t st;
-    (void)base;
     (void)len;
-    st = ucp_ep_rkey_unpack(ep->ep, key, &h);
-    if (st != UCS_OK)
+    if (rkey == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "ucx: remote key");
+    st = ucp_ep_rkey_unpack(ep->ep, key, &rkey->h);
+    if (st != UCS_OK) {
+        free(rkey);
         return ucx_error("ucp_ep_rkey_unpack", st);
-    *rkey = (oc_nic_rkey_t *)h;
+    }
+    OC_LIST_PUSH(&nic->rkeys, rkey);
+    *out = rkey;
     return OC_OK;
 }
 
 static void ucx_rkey_destroy(oc_nic_t *base, oc_nic_rkey_t *rkey)
 {
     (void)base;
-    if (rkey != NULL)
-        ucp_rkey_destroy((ucp_rkey_h)rkey);
+    if (rkey == NULL)
+        return;
+    OC_LIST_REMOVE(rkey);
+    ucp_rkey_destroy(rkey->h);
+    free(rkey);
 }
 
 static void *ucx_rkey_ptr(oc_nic_t *base, oc_nic_rkey_t *rkey, uint64_t raddr)
 {
     void *p;
     (void)base;
-    return ucp_rkey_ptr((ucp_rkey_h)rkey, raddr, &p) == UCS_OK ? p : NULL;
+    return ucp_rkey_ptr(rkey->h, raddr, &p) == UCS_OK ? p : NULL;
 }
 
 /* Waits for a close request until the deadline, then cancels it. */
@@ -643,6 +652,10 @@ static void ucx_destroy(oc_nic_t *base)
     if (nic->worker != NULL) {
         drop_unexpected(nic);
         close_eps(nic);
+        /* Keys of windows abandoned after a failure: closing the endpoints
+         * ended the puts that could still use them. */
+        while (nic->rkeys != NULL)
+            ucx_rkey_destroy(base, nic->rkeys);
         oc_nic_amq_deliver(&nic->am, &nic->base);
         free(nic->flushed);
         if (nic->address != NULL)

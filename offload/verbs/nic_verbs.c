@@ -14,6 +14,7 @@
  */
 #include "verbs_internal.h"
 #include "oc_error.h"
+#include "oc_list.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,7 @@ struct oc_nic_mem {
 
 struct oc_nic_rkey {
     uint32_t rkey;
+    struct oc_nic_rkey *next, **prev; /* in nic->rkeys */
 };
 
 /* ---- task and work-request completion ------------------------------------------- */
@@ -393,11 +395,7 @@ static oc_status_t vb_mem_alloc(oc_nic_t *base, size_t size, oc_nic_mem_t **out,
         free(mem);
         return st;
     }
-    mem->next = nic->mems;
-    if (mem->next != NULL)
-        mem->next->prev = &mem->next;
-    mem->prev = &nic->mems;
-    nic->mems = mem;
+    OC_LIST_PUSH(&nic->mems, mem);
     *addr = mem->addr;
     *out = mem;
     return OC_OK;
@@ -408,9 +406,7 @@ static void vb_mem_free(oc_nic_t *base, oc_nic_mem_t *mem)
     (void)base;
     if (mem == NULL)
         return;
-    *mem->prev = mem->next;
-    if (mem->next != NULL)
-        mem->next->prev = mem->prev;
+    OC_LIST_REMOVE(mem);
     ibv_dereg_mr(mem->mr);
     free(mem->addr);
     free(mem);
@@ -430,8 +426,8 @@ static oc_status_t vb_mem_pack(oc_nic_t *base, oc_nic_mem_t *mem, void **key, si
 static oc_status_t vb_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *key, size_t len,
                                   oc_nic_rkey_t **out)
 {
+    vb_nic_t *nic = (vb_nic_t *)base;
     oc_nic_rkey_t *k;
-    (void)base;
     (void)ep;
     if (len < sizeof(uint32_t))
         return oc_error(OC_ERR_MISMATCH, "verbs: a window key of %zu bytes", len);
@@ -439,6 +435,7 @@ static oc_status_t vb_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *k
     if (k == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: window key");
     memcpy(&k->rkey, key, sizeof(k->rkey));
+    OC_LIST_PUSH(&nic->rkeys, k);
     *out = k;
     return OC_OK;
 }
@@ -446,6 +443,9 @@ static oc_status_t vb_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *k
 static void vb_rkey_destroy(oc_nic_t *base, oc_nic_rkey_t *rkey)
 {
     (void)base;
+    if (rkey == NULL)
+        return;
+    OC_LIST_REMOVE(rkey);
     free(rkey);
 }
 
@@ -465,6 +465,8 @@ static void vb_destroy(oc_nic_t *base)
     /* Windows abandoned after a failure: no QP writes into them any more. */
     while (nic->mems != NULL)
         vb_mem_free(base, nic->mems);
+    while (nic->rkeys != NULL)
+        vb_rkey_destroy(base, nic->rkeys);
     vb_ops_fini(nic);
     vb_mr_cache_fini(&nic->mrs);
     vb_dev_close(&nic->dev);

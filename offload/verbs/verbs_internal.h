@@ -285,6 +285,7 @@ struct vb_nic {
     oc_nic_ep_t *eps;            /* data QPs and the trigger QP */
     unsigned neps;
     struct oc_nic_mem *mems;     /* windows not freed yet: destroy() frees them */
+    struct oc_nic_rkey *rkeys;   /* likewise their peers' keys */
     oc_nic_ep_t *dirty;
     vb_op_t *free_ops;
     struct vb_slab *slabs;

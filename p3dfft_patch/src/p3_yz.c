@@ -109,8 +109,10 @@ void p3_yz_keep(void *buf)
 static int finalize_ctx(MPI_Comm comm, int key, void *value, void *extra)
 {
     (void)comm, (void)key, (void)value, (void)extra;
-    if (shared_ctx != NULL)
-        oc_finalize(shared_ctx);
+    /* A context still busy (a plan never cleaned) keeps its backend, which
+     * may still touch the kept buffers: they stay too. */
+    if (shared_ctx != NULL && oc_finalize(shared_ctx) != OC_OK)
+        return MPI_SUCCESS;
     shared_ctx = NULL;
     while (kept != NULL) {
         kept_t *k = kept;
