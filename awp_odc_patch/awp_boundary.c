@@ -52,15 +52,20 @@ void awp_fs_zero_shear(const awp_grid_t *g, awp_wave_t *w, awp_field_t f, const 
             w->f[f][awp_at(g, i, j, 0)] = 0;
 }
 
-/* f[-m] = sign * f[m + shift] for m = 1, 2 along k at every interior (i, j):
- * shift 0 mirrors about the plane k = 0, shift -1 about k = -1/2. */
+/* f[-m] = sign * f[m + shift] along k at every interior (i, j): shift 0
+ * mirrors about the plane k = 0, shift -1 about k = -1/2. Only the layers a
+ * stencil reads: the differences at k = 0 reach k = -1 in a field at integer
+ * k (shift 0) and k = -2 in one at k + 1/2 (shift -1). So no image reads
+ * above k = 1: with a local nz of 2, k = 2 is a z ghost that the stress
+ * exchange may be filling while the stresses are imaged. */
 static void image(const awp_grid_t *g, float *f, float sign, int shift)
 {
+    const int layers = shift == 0 ? 1 : 2;
     int i, j, m;
     for (i = 0; i < g->n[0]; i++)
         for (j = 0; j < g->n[1]; j++) {
             size_t p = awp_at(g, i, j, 0);
-            for (m = 1; m <= AWP_GHOST; m++)
+            for (m = 1; m <= layers; m++)
                 f[p - (size_t)m] = sign * f[p + (size_t)(m + shift)];
         }
 }

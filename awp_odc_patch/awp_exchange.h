@@ -20,7 +20,12 @@ typedef struct {
      * before use (offload); 0: the original pattern, update all, then start
      * and wait for all (two-sided). */
     int overlapped;
+    /* Collective where the mode needs it; awp_sim_create agrees on the
+     * outcome across ranks. */
     int (*create)(const awp_grid_t *g, awp_wave_t *w, void **state);
+    /* Optional second, collective step, run only where create succeeded on
+     * every rank (a collective that a failed rank would leave). */
+    int (*connect)(void *state);
     int (*start)(void *state, awp_field_t f);
     int (*wait)(void *state, awp_field_t f);
     /* Waits for what is in flight and releases everything; collective. */

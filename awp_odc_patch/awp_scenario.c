@@ -383,7 +383,7 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
                       char *const *overrides)
 {
     char line[4096], dir[AWP_PATH_MAX], where[AWP_PATH_MAX + 32];
-    int seen[NKEYS] = {0}, lineno = 0, i, rc = 0;
+    int seen[NKEYS] = {0}, overridden[NKEYS] = {0}, lineno = 0, i, rc = 0;
     const char *slash = strrchr(path, '/'), *base = slash != NULL ? slash + 1 : path;
     ctx_t c = {sc, dir};
     FILE *f;
@@ -411,7 +411,8 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
         }
     }
     fclose(f);
-    /* Overrides replace what the file says, so each may come once more. */
+    /* Overrides replace what the file says, so each key may come once more;
+     * twice among them, one would silently undo the other. */
     for (i = 0; i < noverrides && rc == 0; i++) {
         char buf[4096], *eq;
         int k;
@@ -421,8 +422,11 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
             return awp_fail("%s: expected key=value", where);
         *eq = '\0';
         for (k = 0; k < NKEYS; k++)
-            if (strcmp(keys[k].key, trim(buf)) == 0)
+            if (strcmp(keys[k].key, trim(buf)) == 0) {
+                if (overridden[k]++)
+                    return awp_fail("%s: key '%s' overridden twice", where, keys[k].key);
                 seen[k] = 0;
+            }
         rc = apply(&c, buf, eq + 1, where, seen);
     }
     for (i = 0; i < NKEYS && rc == 0; i++)
@@ -470,6 +474,16 @@ int awp_scenario_check(awp_scenario_t *sc, int nranks)
     if (sc->snap_index < 0 || sc->snap_index >= sc->ng[sc->snap_axis])
         return awp_fail("snapshot_plane: index %d lies outside 0..%d", sc->snap_index,
                         sc->ng[sc->snap_axis] - 1);
+    for (i = 0; i < 3; i++) {
+        /* nd cells on each absorbing side: the bottom and the four sides,
+         * and the top too without a free surface */
+        int sides = i == 2 && sc->freesurface ? 1 : 2;
+        if (sc->sponge_nd > 0 && (long)sides * sc->sponge_nd >= sc->ng[i])
+            return awp_fail("sponge: %d cells on %s leave no undamped cell in the %d along "
+                            "%c; at most %d", sc->sponge_nd,
+                            sides == 2 ? "both sides" : "the bottom", sc->ng[i], "xyz"[i],
+                            (sc->ng[i] - 1) / sides);
+    }
     if (sc->proc[0] == 0)
         return awp_dims_auto(nranks, sc->ng, sc->proc);
     return awp_dims_check(sc->ng, sc->proc, nranks);

@@ -85,7 +85,8 @@ int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm)
     if (rc == 0)
         rc = allocate(s);
     if (awp_agree(comm, rc) != 0 ||
-        (rc = awp_agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0) {
+        (rc = awp_agree(comm, s->x->create(&s->g, &s->w, &s->xstate))) != 0 ||
+        (s->x->connect != NULL && (rc = awp_agree(comm, s->x->connect(s->xstate))) != 0)) {
         char msg[512];
         snprintf(msg, sizeof(msg), "%s", awp_last_error());
         awp_sim_free(s);
@@ -221,7 +222,8 @@ static int step_overlapped(awp_sim_t *s)
         for (f = 0; f < nf && rc == 0; f++)
             rc = xstart(s, fs[f]);
     }
-    /* writes only ghosts above the surface, which no exchange fills */
+    /* writes only ghosts above the surface, which no exchange fills, and
+     * reads no z ghost below (image() in awp_boundary.c) */
     if (rc == 0 && s->sc.freesurface)
         awp_fs_image_stress(&s->g, &s->w);
     return rc;

@@ -36,10 +36,10 @@ static int peer_group(rma_t *x, awp_field_t f)
     return i == MPI_SUCCESS ? 0 : awp_fail("rma: MPI_Group_incl failed");
 }
 
+/* The local part: faces, peer groups and send buffers. */
 static int rma_create(const awp_grid_t *g, awp_wave_t *w, void **state)
 {
     rma_t *x = calloc(1, sizeof(*x));
-    size_t total = 0;
     int f, i;
     if (x == NULL)
         return awp_fail("rma: out of memory");
@@ -50,8 +50,25 @@ static int rma_create(const awp_grid_t *g, awp_wave_t *w, void **state)
         x->win[f] = MPI_WIN_NULL;
         x->peers[f] = MPI_GROUP_NULL;
     }
-    for (f = 0; f < AWP_NFIELDS; f++)
+    for (f = 0; f < AWP_NFIELDS; f++) {
         awp_faces_init(g, (awp_field_t)f, x->face[f]);
+        if (peer_group(x, (awp_field_t)f) != 0)
+            return -1;
+        for (i = 0; i < 6; i++)
+            if (x->face[f][i].peer != MPI_PROC_NULL &&
+                (x->sbuf[f][i] = malloc(x->face[f][i].count * sizeof(float))) == NULL)
+                return awp_fail("rma: out of memory for the face buffers");
+    }
+    return 0;
+}
+
+/* The windows, collectively: every rank allocates all of them, or (create
+ * failed somewhere) none, so that rma_destroy's frees pair. */
+static int rma_connect(void *state)
+{
+    rma_t *x = state;
+    size_t total = 0;
+    int f, i;
     for (i = 0; i < 6; i++) {
         x->landing[i] = total;
         total += x->face[AWP_U1][i].count; /* velocities cross every face: the largest */
@@ -61,17 +78,11 @@ static int rma_create(const awp_grid_t *g, awp_wave_t *w, void **state)
         int rc;
         MPI_Info_create(&info);
         MPI_Info_set(info, "no_locks", "true");
-        rc = MPI_Win_allocate((MPI_Aint)(total * sizeof(float)), sizeof(float), info, g->comm,
-                              &x->base[f], &x->win[f]);
+        rc = MPI_Win_allocate((MPI_Aint)(total * sizeof(float)), sizeof(float), info,
+                              x->g->comm, &x->base[f], &x->win[f]);
         MPI_Info_free(&info);
         if (rc != MPI_SUCCESS)
             return awp_fail("rma: MPI_Win_allocate of %zu bytes failed", total * sizeof(float));
-        if (peer_group(x, (awp_field_t)f) != 0)
-            return -1;
-        for (i = 0; i < 6; i++)
-            if (x->face[f][i].peer != MPI_PROC_NULL &&
-                (x->sbuf[f][i] = malloc(x->face[f][i].count * sizeof(float))) == NULL)
-                return awp_fail("rma: out of memory for the face buffers");
     }
     return 0;
 }
@@ -138,6 +149,7 @@ const awp_exchange_ops_t awp_exchange_rma = {
     .name = "rma",
     .overlapped = 1,
     .create = rma_create,
+    .connect = rma_connect,
     .start = rma_start,
     .wait = rma_wait,
     .destroy = rma_destroy,

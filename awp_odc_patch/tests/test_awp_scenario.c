@@ -17,7 +17,7 @@ static const char *const good[] = {
     "grid = 24 24 24", "h = 100", "dt = 0.01", "steps = 10",
     "media = homogeneous 3000 1700 2400", "source = 12 12 12",
     "moment = 1 1 1 0 0 0", "stf = brune 0.05", "receivers = 1 2 3; 20 20 20",
-    "proc = auto",
+    "proc = auto", "sponge = 8 0.92",
 };
 #define NGOOD ((int)(sizeof(good) / sizeof(good[0])))
 
@@ -27,52 +27,60 @@ typedef struct {
     int replaces;         /* index in good[] */
     int nranks;
     const char *needle;   /* what the message must contain; NULL: must pass */
-    const char *override; /* a key=value given beside the file, or NULL */
+    const char *override[2]; /* key=value given beside the file, or NULL */
 } case_t;
 
 static const case_t cases[] = {
-    {"valid", "grid = 24 24 24", 0, 8, NULL, NULL},
-    {"layers from a file", "media = layers layers.txt", 4, 1, NULL, NULL},
-    {"missing key", NULL, 2, 1, "missing key 'dt'", NULL},
-    {"negative spacing", "h = -100", 1, 1, "h: must be positive, not -100", NULL},
-    {"zero spacing", "h = 0", 1, 1, "h: must be positive", NULL},
+    {"valid", "grid = 24 24 24", 0, 8, NULL, {NULL}},
+    {"layers from a file", "media = layers layers.txt", 4, 1, NULL, {NULL}},
+    {"missing key", NULL, 2, 1, "missing key 'dt'", {NULL}},
+    {"negative spacing", "h = -100", 1, 1, "h: must be positive, not -100", {NULL}},
+    {"zero spacing", "h = 0", 1, 1, "h: must be positive", {NULL}},
     {"source outside the grid", "source = 12 30 12", 5, 1,
-     "source: cell 12 30 12 lies outside the grid 24x24x24", NULL},
-    {"negative source cell", "source = -1 0 0", 5, 1, "lies outside the grid", NULL},
+     "source: cell 12 30 12 lies outside the grid 24x24x24", {NULL}},
+    {"negative source cell", "source = -1 0 0", 5, 1, "lies outside the grid", {NULL}},
     {"receiver outside the grid", "receivers = 1 2 3; 20 24 20", 8, 1,
-     "receiver 2 at cell 20 24 20 lies outside", NULL},
+     "receiver 2 at cell 20 24 20 lies outside", {NULL}},
     {"grid not divisible", "proc = 5 1 1", 9, 5,
-     "nx = 24 does not divide evenly over 5 ranks along x", NULL},
+     "nx = 24 does not divide evenly over 5 ranks along x", {NULL}},
     {"process grid against the ranks", "proc = 2 2 1", 9, 2, "needs 4 ranks, but 2 are running",
-     NULL},
+     {NULL}},
     {"auto without an even split", "grid = 25 25 25", 0, 2,
-     "no process grid of 2 ranks divides the grid 25x25x25", NULL},
-    {"unstable", "dt = 0.02", 2, 1, "unstable: vp_max * dt / h", NULL},
-    {"unknown mode", "mode = carrier-pigeon", 9, 1, "unknown mode 'carrier-pigeon'", NULL},
-    {"unknown key", "colour = blue", 9, 1, "unknown key 'colour'", NULL},
-    {"not key = value", "grid 24 24 24", 0, 1, "expected 'key = value'", NULL},
-    {"malformed number", "steps = ten", 3, 1, "steps: expected 1 integer", NULL},
-    {"fractional count", "grid = 24 24 24.5", 0, 1, "grid: expected 'nx ny nz'", NULL},
+     "no process grid of 2 ranks divides the grid 25x25x25", {NULL}},
+    {"unstable", "dt = 0.02", 2, 1, "unstable: vp_max * dt / h", {NULL}},
+    {"unknown mode", "mode = carrier-pigeon", 9, 1, "unknown mode 'carrier-pigeon'", {NULL}},
+    {"unknown key", "colour = blue", 9, 1, "unknown key 'colour'", {NULL}},
+    {"not key = value", "grid 24 24 24", 0, 1, "expected 'key = value'", {NULL}},
+    {"malformed number", "steps = ten", 3, 1, "steps: expected 1 integer", {NULL}},
+    {"fractional count", "grid = 24 24 24.5", 0, 1, "grid: expected 'nx ny nz'", {NULL}},
     {"vp too low for vs", "media = homogeneous 2000 1700 2400", 4, 1,
-     "vp = 2000 must exceed sqrt(2) vs", NULL},
+     "vp = 2000 must exceed sqrt(2) vs", {NULL}},
     /* vp^2 would pass the vs test, and a negative vp_max the stability limit */
     {"negative vp", "media = homogeneous -30000 1700 2400", 4, 1,
-     "vp, vs and rho must be positive", NULL},
+     "vp, vs and rho must be positive", {NULL}},
     {"infinite layer value", "media = layers bad_layers.txt", 4, 1,
-     "must be finite numbers", NULL},
-    {"empty name", "name =", 9, 1, "name: a word of at most", NULL},
-    {"numbers run together", "moment = 1 1 1 0 0.5.5", 6, 1, "moment: expected", NULL},
+     "must be finite numbers", {NULL}},
+    {"empty name", "name =", 9, 1, "name: a word of at most", {NULL}},
+    {"numbers run together", "moment = 1 1 1 0 0.5.5", 6, 1, "moment: expected", {NULL}},
     /* 3 * 715827883 * 2 wraps to 2 in an int */
-    {"process grid product overflow", "proc = 3 715827883 2", 9, 2, "1..2 allowed", NULL},
+    {"process grid product overflow", "proc = 3 715827883 2", 9, 2, "1..2 allowed", {NULL}},
     {"fewer cells per rank than the ghost width", "grid = 24 24 24", 0, 24,
-     "leaves 1 cells per rank; at least 2 needed", "proc=1 1 24"},
+     "leaves 1 cells per rank; at least 2 needed", {"proc=1 1 24"}},
     {"missing layers file", "media = layers nowhere.txt", 4, 1,
-     "cannot read layers file", NULL},
+     "cannot read layers file", {NULL}},
     {"unknown source-time function", "stf = boxcar 1", 7, 1, "stf: expected 'gaussian F0'",
-     NULL},
-    {"duplicate key", "h = 100", 0, 1, "key 'h' given twice", NULL},
-    {"bad override", "grid = 24 24 24", 0, 1, "override 'h=-3': h: must be positive", "h=-3"},
-    {"unstable by override", "grid = 24 24 24", 0, 1, "unstable", "dt=0.05"},
+     {NULL}},
+    {"duplicate key", "h = 100", 0, 1, "key 'h' given twice", {NULL}},
+    {"bad override", "grid = 24 24 24", 0, 1, "override 'h=-3': h: must be positive", {"h=-3"}},
+    {"unstable by override", "grid = 24 24 24", 0, 1, "unstable", {"dt=0.05"}},
+    {"key overridden twice", "grid = 24 24 24", 0, 1, "override 'h = 50': key 'h' overridden twice",
+     {"h=200", "h = 50"}},
+    {"the widest sponge", "sponge = 11 0.92", 10, 1, NULL, {NULL}},
+    {"sponge wider than half the grid", "sponge = 12 0.92", 10, 1,
+     "sponge: 12 cells on both sides leave no undamped cell in the 24 along x; at most 11", {NULL}},
+    {"sponge as deep as the grid", "grid = 64 64 24", 0, 1,
+     "sponge: 24 cells on the bottom leave no undamped cell in the 24 along z; at most 23",
+     {"sponge=24 0.92"}},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -120,13 +128,14 @@ int main(int argc, char **argv)
     for (i = 0; i < NCASES; i++) {
         const case_t *c = &cases[i];
         static awp_scenario_t sc;
-        char *over[1] = {(char *)c->override};
+        char *over[2] = {(char *)c->override[0], (char *)c->override[1]};
         int rc;
         if (write_case(path, c) != 0) {
             fprintf(stderr, "cannot write %s\n", path);
             return 1;
         }
-        rc = awp_scenario_load(&sc, path, c->override != NULL, over);
+        rc = awp_scenario_load(&sc, path, (c->override[0] != NULL) + (c->override[1] != NULL),
+                               over);
         if (rc == 0)
             rc = awp_scenario_check(&sc, c->nranks);
         if (c->needle == NULL && rc != 0) {
