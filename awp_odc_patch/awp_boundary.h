@@ -23,14 +23,16 @@ void awp_sponge_free(awp_sponge_t *sp);
  * stress update of the box, so it runs before the box's halos start. */
 void awp_fs_zero_shear(const awp_grid_t *g, awp_wave_t *w, awp_field_t f, const awp_box_t *b);
 
-/* Images the stresses into the 2 ghost planes above the surface, over the
- * interior (i, j): zz, xz, yz antisymmetric about it. Writes ghosts the halo
- * plans never write (there is no neighbour above), so it may run while they
- * are in flight. */
+/* Images the stresses into the ghost planes above the surface that the
+ * stencils read (2 for zz, 1 for xz and yz, which sit on it), over the
+ * interior (i, j), antisymmetric about it. Writes ghosts the halo plans never
+ * write (there is no neighbour above) and reads no plane below k = 1, so it
+ * may run while they are in flight. */
 void awp_fs_image_stress(const awp_grid_t *g, awp_wave_t *w);
 
-/* Mirrors velocity component c into the 2 ghost planes above the surface
- * (even about it): a simplification of AWP-ODC's free-surface velocities,
+/* Mirrors velocity component c into the ghost planes above the surface that
+ * the stencils read (2 for u1 and v1, 1 for w1, which sits on it), even about
+ * it: a simplification of AWP-ODC's free-surface velocities,
  * which keeps the stencil of the top planes point-wise and local. */
 void awp_fs_image_velocity(const awp_grid_t *g, awp_wave_t *w, awp_field_t c);
 

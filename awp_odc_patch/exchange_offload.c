@@ -8,6 +8,8 @@
 #include "offcoll_mpi.h"
 
 typedef struct {
+    const awp_grid_t *g;
+    awp_wave_t *w;
     oc_context_t *ctx;
     oc_team_t *team;
     oc_halo_t *halo;
@@ -20,28 +22,36 @@ static int oc_fail(const char *call, oc_status_t st)
 
 static int off_destroy(void *state);
 
+/* The local part: the context. */
 static int off_create(const awp_grid_t *g, awp_wave_t *w, void **state)
 {
     offload_t *x = calloc(1, sizeof(*x));
+    oc_status_t st;
+    if (x == NULL)
+        return awp_fail("offload: out of memory");
+    x->g = g;
+    x->w = w;
+    *state = x;
+    if ((st = oc_init(NULL, &x->ctx)) != OC_OK)
+        return oc_fail("oc_init", st);
+    return 0;
+}
+
+/* Once every rank has its context: the team and the halo plan (offcoll fails
+ * each on every member where it fails on one). */
+static int off_connect(void *state)
+{
+    offload_t *x = state;
+    const awp_grid_t *g = x->g;
     oc_halo_params_t hp = {{g->dims[0], g->dims[1], g->dims[2]}, {0, 0, 0}, AWP_GHOST, 0};
     oc_halo_field_t fields[AWP_NFIELDS];
     oc_status_t st;
     int f, d;
-    if (x == NULL)
-        return awp_fail("offload: out of memory");
-    *state = x;
-    /* A rank whose context failed still takes part in the team's creation,
-       which then fails on every rank instead of leaving the others in it. */
-    if ((st = oc_init(NULL, &x->ctx)) != OC_OK) {
-        int rc = oc_fail("oc_init", st);
-        oc_team_create_mpi(NULL, g->comm, &x->team);
-        return rc;
-    }
     if ((st = oc_team_create_mpi(x->ctx, g->comm, &x->team)) != OC_OK)
         return oc_fail("oc_team_create_mpi", st);
     for (f = 0; f < AWP_NFIELDS; f++) {
         fields[f] = (oc_halo_field_t){0};
-        fields[f].data = w->f[f];
+        fields[f].data = x->w->f[f];
         for (d = 0; d < 3; d++)
             fields[f].n[d] = (size_t)g->n[d];
         fields[f].elem_size = sizeof(float);
@@ -87,6 +97,7 @@ const awp_exchange_ops_t awp_exchange_offload = {
     .name = "offload",
     .overlapped = 1,
     .create = off_create,
+    .connect = off_connect,
     .start = off_start,
     .wait = off_wait,
     .destroy = off_destroy,

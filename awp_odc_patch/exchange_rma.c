@@ -63,7 +63,9 @@ static int rma_create(const awp_grid_t *g, awp_wave_t *w, void **state)
 }
 
 /* The windows, collectively: every rank allocates all of them, or (create
- * failed somewhere) none, so that rma_destroy's frees pair. */
+ * failed somewhere) none, so that rma_destroy's frees pair. A failing
+ * MPI_Win_allocate aborts the job (the communicator's default error
+ * handler), so the ranks cannot end up with different windows here. */
 static int rma_connect(void *state)
 {
     rma_t *x = state;

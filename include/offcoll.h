@@ -430,8 +430,9 @@ oc_status_t oc_halo_test(oc_halo_t *halo, int field);
 oc_status_t oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz, int *rank);
 
 /** Collective: waits for fields in flight, then releases the plan. Where an
- *  exchange failed on any member, its window and pack buffers are kept until
- *  oc_finalize (late faces may still land or be sent). */
+ *  exchange failed on any member, the plan's window is kept until oc_finalize
+ *  (late faces may still land), and so are this member's pack buffers of its
+ *  failed fields (their puts may still read them). */
 oc_status_t oc_halo_free(oc_halo_t *halo);
 
 #ifdef __cplusplus

@@ -572,16 +572,42 @@ static void *ucx_rkey_ptr(oc_nic_t *base, oc_nic_rkey_t *rkey, uint64_t raddr)
     return ucp_rkey_ptr(rkey->h, raddr, &p) == UCS_OK ? p : NULL;
 }
 
-/* Waits for a close request until the deadline, then cancels it. */
-static void finish_close(nic_ucx_t *nic, void *req, double deadline)
+/* Waits for a close or flush request until the deadline, then cancels it;
+ * its status (UCS_INPROGRESS: it did not end in time). */
+static ucs_status_t finish_request(nic_ucx_t *nic, void *req, double deadline)
 {
+    ucs_status_t st;
     if (!UCS_PTR_IS_PTR(req))
-        return;
+        return UCS_PTR_STATUS(req);
     while (ucp_request_check_status(req) == UCS_INPROGRESS && oc_time_now() < deadline)
         ucp_worker_progress(nic->worker);
-    if (ucp_request_check_status(req) == UCS_INPROGRESS)
+    if ((st = ucp_request_check_status(req)) == UCS_INPROGRESS)
         ucp_request_cancel(nic->worker, req);
     ucp_request_free(req);
+    return st;
+}
+
+static void drop_rkeys(nic_ucx_t *nic)
+{
+    while (nic->rkeys != NULL)
+        ucx_rkey_destroy(&nic->base, nic->rkeys);
+}
+
+/* The keys of windows abandoned after a failure. UCX wants a key destroyed
+ * once the puts using it are flushed and before its endpoint is: so flush
+ * first, for a second (a peer that is gone never acknowledges). Should that
+ * not end, the keys go after the endpoints' close instead: ucp_rkey_destroy
+ * only hands the key back to the worker, and the worker's destruction then
+ * purges the puts without reading it. */
+static void flush_for_rkeys(nic_ucx_t *nic)
+{
+    ucp_request_param_t param;
+    if (nic->rkeys == NULL)
+        return;
+    memset(&param, 0, sizeof(param));
+    if (finish_request(nic, ucp_worker_flush_nbx(nic->worker, &param), oc_time_now() + 1.0) ==
+        UCS_OK)
+        drop_rkeys(nic);
 }
 
 /* Closes every endpoint: flush first, so that peers get what was sent; after a
@@ -606,10 +632,10 @@ static void close_eps(nic_ucx_t *nic)
         if (reqs != NULL)
             reqs[i] = r;
         else
-            finish_close(nic, r, deadline);
+            finish_request(nic, r, deadline);
     }
     for (i = 0; reqs != NULL && i < n; i++)
-        finish_close(nic, reqs[i], deadline);
+        finish_request(nic, reqs[i], deadline);
     free(reqs);
     while ((ep = nic->eps) != NULL) {
         nic->eps = ep->next;
@@ -650,12 +676,10 @@ static void ucx_destroy(oc_nic_t *base)
     if (nic == NULL)
         return;
     if (nic->worker != NULL) {
+        flush_for_rkeys(nic);
         drop_unexpected(nic);
         close_eps(nic);
-        /* Keys of windows abandoned after a failure: closing the endpoints
-         * ended the puts that could still use them. */
-        while (nic->rkeys != NULL)
-            ucx_rkey_destroy(base, nic->rkeys);
+        drop_rkeys(nic);
         oc_nic_amq_deliver(&nic->am, &nic->base);
         free(nic->flushed);
         if (nic->address != NULL)
