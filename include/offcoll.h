@@ -253,7 +253,9 @@ oc_status_t oc_alltoallv_init(oc_team_t *team,
                               oc_request_t **req);
 
 /** Starts an inactive persistent request; OC_ERR_BUSY if it is active,
- *  OC_ERR_INVALID_ARG for a put request whose earlier start failed. */
+ *  OC_ERR_INVALID_ARG if an earlier start failed (timed out; for a put
+ *  request, failed in any way): its late messages could be taken for the new
+ *  start's. Free such a request and create it again. */
 oc_status_t oc_start(oc_request_t *req);
 
 /** OC_OK when the operation has completed (the request becomes inactive, or

@@ -569,9 +569,10 @@ oc_status_t oc_start(oc_request_t *req)
     }
     if (req->broken != OC_OK)
         return oc_error(OC_ERR_INVALID_ARG,
-                        "oc_start: req's %s with the put algorithm failed earlier (%s): its "
-                        "landing zones may still receive that start's blocks; free it and "
-                        "create it again", req->opname, oc_status_string(req->broken));
+                        "oc_start: req's %s failed earlier (%s): that start's late %s could "
+                        "be taken for a new start's; free it and create it again",
+                        req->opname, oc_status_string(req->broken),
+                        req->win != NULL ? "blocks" : "messages");
     i = atomic_load(&req->starts) % req->nsched;
     if (req->xs[i]->cancelled) {
         /* The cancelled list may still be in flight: leave it to the engine. */
@@ -592,7 +593,11 @@ static oc_status_t take_result(oc_request_t *req)
     oc_status_t st = req->result;
     if (req->persistent)
         atomic_store(&req->state, OC_REQ_INACTIVE);
-    if (st != OC_OK && req->win != NULL)
+    /* After a cancel, the peers' late messages of this start would match the
+     * next start's receives (every start has the same tag); a put request's
+     * zones may still receive blocks even after a mismatch, where a two-sided
+     * schedule has run to its end. */
+    if (req->persistent && st != OC_OK && (st != OC_ERR_MISMATCH || req->win != NULL))
         req->broken = st;
     if (st != OC_OK && st != OC_ERR_TIMEOUT)
         oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s", req->opname, req->seq,
@@ -639,6 +644,7 @@ static void cancel_fn(oc_pe_t *pe, void *arg)
 
     if (req_state(req) != OC_REQ_ACTIVE)
         return; /* completed just in time */
+    free(req->stuck_on);
     req->stuck_on = calloc(1, cap);
     if (req->stuck_on != NULL && x->in_flight)
         for (i = 0; i < x->list.ntasks && len + 16 < cap; i++) {

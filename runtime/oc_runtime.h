@@ -60,7 +60,8 @@ typedef struct oc_request {
     unsigned nsched;
     oc_pe_exec_t *x;
     oc_win_t *win;                  /* the put algorithm's landing zones, the request's own */
-    oc_status_t broken;             /* put: an earlier start's failure; no restart */
+    oc_status_t broken;             /* persistent: an earlier start's failure (put: any,
+                                       else not a mismatch); no restart */
     unsigned char *put_peers;       /* put: by rank, whether the pair exchanges anything
                                        (and so notifies each start) */
     _Atomic uint32_t state;
