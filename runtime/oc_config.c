@@ -51,8 +51,13 @@ static oc_status_t parse_double(const char *var, double *out)
         return OC_OK;
     errno = 0;
     x = strtod(v, &end);
-    if (errno != 0 || *end != '\0' || !(x >= 0))
-        return oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected a number of seconds >= 0", var, v);
+    /* a decimal number: strtod also takes blanks, signs, hex, inf and nan */
+    if (strchr("0123456789.", v[0]) == NULL || v[strspn(v, "0123456789.eE+-")] != '\0' ||
+        errno != 0 || *end != '\0' ||
+        !(x >= 0 && x <= OC_CFG_TIMEOUT_MAX_S))
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "%s=%s: expected a number of seconds from 0 (no limit) to %g", var, v,
+                        OC_CFG_TIMEOUT_MAX_S);
     *out = x;
     return OC_OK;
 }
@@ -123,12 +128,12 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     ENUM("OC_ALLTOALL_ALG", alg_names, alltoall_alg, oc_alg_t)
     ENUM("OC_ALLTOALLV_ALG", alg_names, alltoallv_alg, oc_alg_t)
     ENUM("OC_INTRANODE", intranode_names, intranode, oc_intranode_t)
-    UINT("OC_LIST_MAX", 2, 1u << 20, list_max)
-    UINT("OC_RINGK", 1, 1u << 20, ringk)
+    UINT("OC_LIST_MAX", 2, OC_CFG_LIST_MAX_MAX, list_max)
+    UINT("OC_RINGK", 1, OC_CFG_RINGK_MAX, ringk)
     UINT("OC_BRUCK_MAX", 0, SIZE_MAX, bruck_max)
     UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
-    UINT("OC_SPIN_US", 0, 10u * 1000 * 1000, spin_us)
-    UINT("OC_VERBOSE", 0, 9, verbose)
+    UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
+    UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
 #undef ENUM
 #undef UINT
     if ((st = parse_double("OC_TIMEOUT_S", &c.timeout_s)) != OC_OK)

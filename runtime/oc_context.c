@@ -26,13 +26,21 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->intranode != OC_INTRANODE_SHM && c->intranode != OC_INTRANODE_LOOPBACK)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->intranode=%d is not an oc_intranode_t",
                         (int)c->intranode);
-    if (c->list_max < 2)
-        return oc_error(OC_ERR_INVALID_ARG, "cfg->list_max=%u: a task list needs room for 2",
-                        c->list_max);
-    if (c->ringk < 1)
-        return oc_error(OC_ERR_INVALID_ARG, "cfg->ringk=0: must be at least 1");
-    if (!(c->timeout_s >= 0))
-        return oc_error(OC_ERR_INVALID_ARG, "cfg->timeout_s must be >= 0");
+    if (c->list_max < 2 || c->list_max > OC_CFG_LIST_MAX_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->list_max=%u: must be 2..%u (a task list "
+                        "needs room for 2)", c->list_max, OC_CFG_LIST_MAX_MAX);
+    if (c->ringk < 1 || c->ringk > OC_CFG_RINGK_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->ringk=%u: must be 1..%u", c->ringk,
+                        OC_CFG_RINGK_MAX);
+    if (c->spin_us > OC_CFG_SPIN_US_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->spin_us=%u: at most %u", c->spin_us,
+                        OC_CFG_SPIN_US_MAX);
+    if (c->verbose < 0 || c->verbose > OC_CFG_VERBOSE_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->verbose=%d: must be 0..%d", c->verbose,
+                        OC_CFG_VERBOSE_MAX);
+    if (!(c->timeout_s >= 0 && c->timeout_s <= OC_CFG_TIMEOUT_MAX_S))
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->timeout_s=%g: must be 0 (no limit) to %g",
+                        c->timeout_s, OC_CFG_TIMEOUT_MAX_S);
     if (memchr(c->progress_cpus, '\0', sizeof(c->progress_cpus)) == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->progress_cpus is not a terminated string");
     return oc_config_check_cpus("cfg->progress_cpus", c->progress_cpus);

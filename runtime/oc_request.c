@@ -280,7 +280,7 @@ static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, in
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
     if (args->sbuf == OC_IN_PLACE) {
-        req->inplace = malloc(inplace + 1);
+        req->inplace = inplace < SIZE_MAX ? malloc(inplace + 1) : NULL;
         if (req->inplace == NULL) {
             free(req);
             return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
@@ -448,7 +448,7 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
                                     int persistent, oc_request_t **req)
 {
     oc_coll_args_t a;
-    size_t total = 0;
+    size_t total = 0, extent = 0;
     int i;
     oc_status_t st = check_alltoallv(fn, team, sbuf, sbuf_bytes, scounts, sdispls, rbuf,
                                      rbuf_bytes, rcounts, rdispls, req);
@@ -465,13 +465,16 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     a.sdispls = sdispls;
     a.rcounts = rcounts;
     a.rdispls = rdispls;
-    for (i = 0; i < team->size; i++)
+    /* In place, the copy holds rbuf up to the end of its last block (checked
+     * inside rbuf_bytes): nothing where every count is 0 and rbuf is NULL. */
+    for (i = 0; i < team->size; i++) {
         total += scounts[i];
+        if (rcounts[i] > 0 && rdispls[i] + rcounts[i] > extent)
+            extent = rdispls[i] + rcounts[i];
+    }
     if (persistent)
-        return persistent_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, st,
-                                 req);
-    return req_create(fn, team, 1, &a, total / (size_t)team->size, rbuf_bytes, OC_ALG_AUTO,
-                      req);
+        return persistent_create(fn, team, 1, &a, total / (size_t)team->size, extent, st, req);
+    return req_create(fn, team, 1, &a, total / (size_t)team->size, extent, OC_ALG_AUTO, req);
 }
 
 /* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and

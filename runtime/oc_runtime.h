@@ -126,6 +126,13 @@ void oc_ctx_am_handler(void *arg, const void *data, size_t len);
 void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len);
 void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 
+/* Bounds of the configuration, the same for OC_* variables and oc_init's cfg. */
+#define OC_CFG_LIST_MAX_MAX (1u << 20)
+#define OC_CFG_RINGK_MAX (1u << 20)
+#define OC_CFG_SPIN_US_MAX (10u * 1000 * 1000)
+#define OC_CFG_VERBOSE_MAX 9
+#define OC_CFG_TIMEOUT_MAX_S 1e6 /* 11.6 days; 0 waits for ever */
+
 /* OC_PROGRESS_CPUS's syntax (oc_config.c); name: what the message calls it. */
 oc_status_t oc_config_check_cpus(const char *name, const char *v);
 

@@ -16,7 +16,7 @@ double oc_time_now(void)
 void oc_futex_wait(_Atomic uint32_t *addr, uint32_t expected, double timeout_s)
 {
     struct timespec ts, *tsp = NULL;
-    if (timeout_s >= 0) {
+    if (timeout_s >= 0 && timeout_s < 1e9) { /* beyond, time_t's cast is not safe: no limit */
         ts.tv_sec = (time_t)timeout_s;
         ts.tv_nsec = (long)((timeout_s - (double)ts.tv_sec) * 1e9);
         tsp = &ts;

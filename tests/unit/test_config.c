@@ -170,6 +170,9 @@ static void test_malformed(void **state)
         {"OC_LIST_MAX", "-4"},     {"OC_LIST_MAX", "99999999999999999999999"},
         {"OC_PROGRESS", "fast"},   {"OC_PROGRESS", "THREAD"}, {"OC_BACKEND", "ib"},
         {"OC_TIMEOUT_S", "-1"},    {"OC_TIMEOUT_S", "nan"},  {"OC_TIMEOUT_S", "1s"},
+        /* strtod takes these too; an infinite timeout made waits spin */
+        {"OC_TIMEOUT_S", "inf"},   {"OC_TIMEOUT_S", "1e300"}, {"OC_TIMEOUT_S", "0x10"},
+        {"OC_TIMEOUT_S", " 5"},    {"OC_TIMEOUT_S", "+5"},
         {"OC_ALLTOALLV_ALG", "bruck"}, {"OC_ALLTOALL_ALG", "linear"},
         {"OC_RINGK", "0"},         {"OC_SPIN_US", "-5"},     {"OC_VERBOSE", "10"},
         {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},  {"OC_INTRANODE", "tcp"},
@@ -322,7 +325,8 @@ static void test_init_arguments(void **state)
     } bad[] = {
         {"progress", 7}, {"progress", -1}, {"backend", 3}, {"alltoall_alg", OC_ALG_COUNT_},
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
-        {"timeout_s", -1}, {"intranode", 2},
+        {"timeout_s", -1}, {"intranode", 2}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
+        {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
     };
     static char sentinel; /* a non-NULL *ctx that a failed oc_init must clear */
     oc_config_t good;
