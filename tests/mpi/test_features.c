@@ -234,6 +234,12 @@ static void in_place(oc_team_t *team, const char *label)
     }
     CHECK_OC(oc_request_free(req));
     CHECK_ERR(oc_ialltoall(team, OC_IN_PLACE, NULL, 8, &req), OC_ERR_INVALID_ARG, "rbuf is NULL");
+    /* Nothing to move: a NULL rbuf with a size but no block (the in-place
+       copy once took rbuf_bytes from it). */
+    memset(rc, 0, (size_t)nprocs * sizeof(*rc));
+    CHECK_OC(oc_ialltoallv(team, OC_IN_PLACE, 0, NULL, NULL, NULL, 64, rc, rd, &req));
+    CHECK_OC(oc_wait(req));
+    CHECK_OC(oc_request_free(req));
     free(rc); free(rd); free(vr);
 }
 
