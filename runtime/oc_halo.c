@@ -70,9 +70,10 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
     if (p == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: params is NULL", fn);
     for (d = 0; d < 3; d++) {
-        if (p->dims[d] < 1)
-            return oc_error(OC_ERR_INVALID_ARG, "%s: params->dims[%d]=%d must be >= 1", fn, d,
-                            p->dims[d]);
+        /* each at most the team's size, so that the product cannot overflow */
+        if (p->dims[d] < 1 || p->dims[d] > team->size)
+            return oc_error(OC_ERR_INVALID_ARG, "%s: params->dims[%d]=%d must be 1..%d (the "
+                            "team's size)", fn, d, p->dims[d], team->size);
         prod *= p->dims[d];
     }
     if (prod != team->size)

@@ -508,6 +508,11 @@ static void bad_arguments(oc_team_t *team)
     p.dims[0] = -dims[0];
     p.dims[1] = -dims[1];
     CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "dims");
+    /* a product that wraps to 1 in 64 bits (it crashed the neighbour checks) */
+    p.dims[0] = 925832047;
+    p.dims[1] = 1394715261;
+    p.dims[2] = 2147483643;
+    CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "dims");
     memcpy(p.dims, dims, sizeof(p.dims));
     p.width = 0;
     CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "width");
