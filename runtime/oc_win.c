@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One put in flight: its one-list schedule and engine state in one block. */
 typedef struct oc_put_op {
@@ -287,6 +288,17 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
 
 /* st: this member's status so far (a refused argument); it votes whatever
  * it is, so that a failure on one member fails all at once. */
+/* Above this host's memory a backend may try for a long while (UCX's posix
+ * allocator writes out a shared-memory file block by block) before failing. */
+static oc_status_t check_size(const char *fn, size_t size)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && size / (size_t)page >= (size_t)pages)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: size=%zu bytes is more than this host's memory "
+                        "(%zu bytes)", fn, size, (size_t)pages * (size_t)page);
+    return OC_OK;
+}
+
 static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsigned ncounters,
                               oc_status_t st, oc_win_t **out)
 {
@@ -294,6 +306,8 @@ static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsi
     win_setup_t a;
 
     memset(&a, 0, sizeof(a));
+    if (st == OC_OK)
+        st = check_size(fn, size);
     if (st == OC_OK)
         st = win_alloc(fn, team, size, ncounters, &a);
     snprintf(what, sizeof(what), "%s: failed", fn);

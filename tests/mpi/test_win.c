@@ -475,6 +475,10 @@ static void errors(oc_team_t *team)
     CHECK_ERR(oc_win_create(team, 64, 1, NULL, &nwin), OC_ERR_INVALID_ARG, "base is NULL");
     CHECK_ERR(oc_win_create(team, 64, 1, &vb, NULL), OC_ERR_INVALID_ARG, "win is NULL");
     CHECK(nwin == NULL, "[%s] a refused oc_win_create leaves *win NULL", mode_name);
+    /* more than the host's memory: refused before the backend tries (UCX
+       wrote gigabytes of a shared-memory file for SIZE_MAX) */
+    CHECK_ERR(oc_win_create(team, SIZE_MAX, 1, &vb, &nwin), OC_ERR_NO_MEMORY,
+              "more than this host's memory");
     /* refused on the last rank only: every rank fails at once, none waits for it */
     snprintf(needle, sizeof(needle), "oc_win_create: failed on rank %d", nprocs - 1);
     CHECK_ERR(oc_win_create(team, 64, rank == nprocs - 1 ? OC_WIN_MAX_COUNTERS + 1 : 1, &vb,
