@@ -46,16 +46,22 @@ int oc_pe_cpulist_parse(const char *s, int *cpus, int max)
 }
 
 /* The launcher's rank on this node, for picking an entry of an explicit
- * list; 0 where no launcher says. */
-static int local_rank(void)
+ * list; 0 where no launcher says, or says something that is not a number
+ * (atoi took "2147483648" for a negative index). */
+static unsigned long local_rank(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                                        "SLURM_LOCALID", "PALS_LOCAL_RANKID"};
     size_t i;
     for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
-        if (v != NULL && isdigit((unsigned char)*v))
-            return atoi(v);
+        char *end;
+        unsigned long r;
+        if (v == NULL || !isdigit((unsigned char)*v))
+            continue;
+        errno = 0;
+        r = strtoul(v, &end, 10);
+        return errno == 0 && *end == '\0' ? r : 0;
     }
     return 0;
 }
@@ -144,7 +150,7 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
             return oc_error(OC_ERR_INVALID_ARG,
                             "OC_PROGRESS_CPUS=%s: expected auto or a CPU list such as 3,7,12-15",
                             spec);
-        cpu = cpus[local_rank() % n];
+        cpu = cpus[local_rank() % (unsigned long)n];
     }
     CPU_ZERO(&want);
     CPU_SET(cpu, &want);

@@ -13,11 +13,12 @@
 
 static oc_status_t check_common(const char *fn, const oc_team_t *team, oc_request_t **req)
 {
+    if (req != NULL)
+        *req = NULL;
     if (team == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: team is NULL", fn);
     if (req == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: req is NULL", fn);
-    *req = NULL;
     return OC_OK;
 }
 

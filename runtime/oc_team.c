@@ -375,12 +375,12 @@ static oc_status_t team_alloc(oc_context_t *ctx, const oc_team_params_t *p, oc_t
 oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *p, oc_team_t **out)
 {
     oc_team_t *team = NULL;
-    oc_status_t st = check_params(p);
+    oc_status_t st;
 
-    if (st != OC_OK)
-        return st;
     if (out != NULL)
         *out = NULL;
+    if ((st = check_params(p)) != OC_OK)
+        return st;
     /* A member that fails here still votes, so that its peers fail too. */
     if (ctx == NULL)
         st = oc_error(OC_ERR_INVALID_ARG, "oc_team_create: ctx is NULL");
