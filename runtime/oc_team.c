@@ -9,6 +9,7 @@
 typedef struct {
     uint32_t team_id;
     uint32_t addr_len;
+    int32_t rank, size; /* as the member's params say: checked against its place */
 } team_hello_t;
 
 /* Registers team under the lowest free local id. */
@@ -286,13 +287,22 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
         goto out;
     mine.team_id = team->id;
     mine.addr_len = (uint32_t)len;
+    mine.rank = p->rank;
+    mine.size = p->size;
     if (p->allgather(&mine, hello, sizeof(mine), p->arg) != 0) {
         st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
         goto out;
     }
+    /* Every member sees the same table, so all refuse together. */
     for (r = 0; r < p->size && st == OC_OK; r++) {
         team->peer_ids[r] = hello[r].team_id;
-        if (hello[r].addr_len > TEAM_MAX_ADDR_LEN)
+        if (hello[r].rank != r || hello[r].size != p->size)
+            st = oc_error(OC_ERR_MISMATCH, "oc_team_create: the allgather's block %d comes from "
+                          "a member whose params say rank %d of %d (here: rank %d of %d); "
+                          "params->rank must be the member's place in the allgather and "
+                          "params->size the same on all", r, hello[r].rank, hello[r].size,
+                          p->rank, p->size);
+        else if (hello[r].addr_len > TEAM_MAX_ADDR_LEN)
             st = oc_error(OC_ERR_MISMATCH, "oc_team_create: rank %d announced a %u-byte address "
                           "(at most %u): another build of offcoll?", r, hello[r].addr_len,
                           TEAM_MAX_ADDR_LEN);

@@ -49,7 +49,7 @@ static int stand_in(const void *src, void *dst, size_t len, void *arg)
 /* A stand-in that gets through the first vote and the hello: it echoes the
  * member's hello with its address length replaced by peer_addr_len, votes
  * peer_vote2 in the vote that follows, and counts the rounds. */
-static uint32_t peer_addr_len;
+static uint32_t peer_addr_len, peer_rank = 1;
 static int peer_vote2;
 
 static int scripted(const void *src, void *dst, size_t len, void *arg)
@@ -58,11 +58,12 @@ static int scripted(const void *src, void *dst, size_t len, void *arg)
     (void)arg;
     rounds++;
     memcpy(dst, src, len);
-    if (rounds == 2) { /* the hello: a team id and an address length */
-        uint32_t hello[2];
+    if (rounds == 2) { /* the hello: team id, address length, rank and size */
+        uint32_t hello[4];
         assert_int_equal(len, sizeof(hello));
         memcpy(hello, src, len);
         hello[1] = peer_addr_len;
+        hello[2] = peer_rank;
         memcpy((char *)dst + len, hello, len);
     } else {
         assert_int_equal(len, sizeof(vote));
@@ -150,6 +151,14 @@ static void test_team_create_after_hello(void **state)
     assert_non_null(strstr(oc_last_error(), "failed before exchanging addresses on rank 1"));
     assert_int_equal(rounds, 3);
     assert_null(team);
+
+    rounds = 0;
+    peer_rank = 0; /* both say rank 0: it sees the same table and refuses too */
+    assert_int_equal(oc_team_create(*state, &p, &team), OC_ERR_MISMATCH);
+    assert_non_null(strstr(oc_last_error(), "block 1 comes from a member whose params say rank 0"));
+    assert_int_equal(rounds, 3);
+    assert_null(team);
+    peer_rank = 1;
 }
 
 static void test_context_args(void **state)
