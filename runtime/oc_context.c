@@ -118,14 +118,16 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
 
 struct oc_later {
     struct oc_later *next;
+    void (*release)(void *ptr);
     void *ptr;
 };
 
-void oc_ctx_free_later(oc_context_t *ctx, void *ptr)
+void oc_ctx_release_later(oc_context_t *ctx, void (*release)(void *ptr), void *ptr)
 {
     struct oc_later *l;
     if (ptr == NULL || (l = malloc(sizeof(*l))) == NULL)
         return;
+    l->release = release;
     l->ptr = ptr;
     pthread_mutex_lock(&ctx->teams_lock);
     l->next = ctx->later;
@@ -145,11 +147,10 @@ oc_status_t oc_finalize(oc_context_t *ctx)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);
     oc_pe_destroy(ctx->pe); /* and with it the backend */
-    oc_win_finalize(ctx);
     while (ctx->later != NULL) {
         struct oc_later *l = ctx->later;
         ctx->later = l->next;
-        free(l->ptr);
+        l->release(l->ptr);
         free(l);
     }
     oc_ep_cache_clear(&ctx->ep_cache);

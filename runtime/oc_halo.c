@@ -309,7 +309,7 @@ static void halo_destroy(oc_halo_t *h)
                     oc_request_free(h->fields[f].req[p]);
             /* A failed exchange's puts may still read it: they cannot be cancelled. */
             if (h->fields[f].broken != OC_OK)
-                oc_ctx_free_later(h->team->ctx, h->fields[f].pack);
+                oc_ctx_release_later(h->team->ctx, free, h->fields[f].pack);
             else
                 free(h->fields[f].pack);
         }

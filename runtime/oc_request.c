@@ -207,7 +207,7 @@ static void req_destroy(oc_request_t *req)
     free(req->stuck_on);
     /* A cancelled send may still read it: the backend cannot cancel them all. */
     if (req->cancelled_once)
-        oc_ctx_free_later(req->team->ctx, req->inplace);
+        oc_ctx_release_later(req->team->ctx, free, req->inplace);
     else
         free(req->inplace);
     free(req->put_peers);
@@ -512,7 +512,7 @@ oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void
         memcpy(theirs, own + total, total);
         free(own);
     } else {
-        oc_ctx_free_later(team->ctx, own);
+        oc_ctx_release_later(team->ctx, free, own);
     }
     return st;
 }

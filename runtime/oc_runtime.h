@@ -22,8 +22,7 @@ struct oc_context {
     oc_team_t **teams;              /* by local team id */
     size_t teams_cap;
     struct oc_win *wins;            /* windows, found by id */
-    struct oc_win *abandoned;       /* windows freed after a failure (oc_win_close) */
-    struct oc_later *later;         /* memory freed after the backend (oc_ctx_free_later) */
+    struct oc_later *later;         /* released after the backend (oc_ctx_release_later) */
     uint32_t next_win_id;           /* never reused: a late notification finds nothing */
     _Atomic int nteams, nrequests;
 };
@@ -78,7 +77,7 @@ typedef struct oc_request {
     void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
                                        made by the schedule's first list */
     int cancelled_once;             /* an execution was cancelled: its sends may
-                                       still read inplace (oc_ctx_free_later) */
+                                       still read inplace (oc_ctx_release_later) */
 } oc_request_t;
 
 /* Control messages between progress engines: a uint32_t type comes first. */
@@ -102,7 +101,7 @@ typedef struct {
 struct oc_win {
     oc_team_t *team;                /* NULL once abandoned (oc_win_close) */
     uint32_t id;
-    struct oc_win *next;            /* in the context's registry, or its abandoned list */
+    struct oc_win *next;            /* in the context's registry */
     void *base;
     size_t size;
     oc_nic_mem_t *mem;
@@ -179,13 +178,11 @@ void oc_win_release(oc_win_t *win);
  * barrier's status. */
 oc_status_t oc_win_close(oc_win_t *win, int failed);
 
-/* oc_finalize's part for abandoned windows, after the backend is gone. */
-void oc_win_finalize(oc_context_t *ctx);
-
-/* Frees ptr in oc_finalize, after the backend: memory that a transfer which
- * failed (and could not be cancelled) may still read, such as a pack buffer.
- * Should the bookkeeping fail, ptr is never freed rather than freed early. */
-void oc_ctx_free_later(oc_context_t *ctx, void *ptr);
+/* Calls release(ptr) in oc_finalize, after the backend: for what a transfer
+ * which failed (and could not be cancelled) may still touch, such as a pack
+ * buffer (release: free) or an abandoned window. Should the bookkeeping fail,
+ * ptr is never released rather than released early. */
+void oc_ctx_release_later(oc_context_t *ctx, void (*release)(void *ptr), void *ptr);
 
 /* Engine context: asks every other member of req's team whether it has
  * started req's operation. */

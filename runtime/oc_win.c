@@ -137,8 +137,9 @@ static void release_fn(oc_pe_t *pe, void *arg)
         nic->ops->mem_free(nic, win->mem);
 }
 
-static void win_destroy(oc_win_t *win)
+static void win_destroy(void *arg)
 {
+    oc_win_t *win = arg;
     free(win->peers);
     free(win->counters);
     free(win->from);
@@ -169,8 +170,8 @@ static void cancel_puts_fn(oc_pe_t *pe, void *arg)
 /* Detaches win from its team; transfers on it failed, so the backend may
  * still move late data into or out of it (an uncancellable put, a peer's late
  * put). Its memory and keys are left to the backend, which frees them when
- * it is destroyed; its bookkeeping to oc_win_finalize (put_complete may still
- * come for the cancelled puts until then). */
+ * it is destroyed; its bookkeeping to oc_finalize (put_complete may still come
+ * for the cancelled puts until then). */
 static void win_abandon(oc_win_t *win)
 {
     oc_context_t *ctx = win->team->ctx;
@@ -178,19 +179,7 @@ static void win_abandon(oc_win_t *win)
     oc_pe_call(ctx->pe, cancel_puts_fn, win); /* and no notification handler holds win */
     atomic_fetch_sub(&win->team->nwins, 1);
     win->team = NULL;
-    pthread_mutex_lock(&ctx->teams_lock);
-    win->next = ctx->abandoned;
-    ctx->abandoned = win;
-    pthread_mutex_unlock(&ctx->teams_lock);
-}
-
-void oc_win_finalize(oc_context_t *ctx)
-{
-    oc_win_t *win;
-    while ((win = ctx->abandoned) != NULL) {
-        ctx->abandoned = win->next;
-        win_destroy(win);
-    }
+    oc_ctx_release_later(ctx, win_destroy, win);
 }
 
 /* Exchanges addresses, sizes, ids and keys; unpacks the peers' keys. */

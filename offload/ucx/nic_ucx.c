@@ -228,8 +228,8 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     case OC_TASK_PUT:
         what = "ucp_put_nbx";
         param.cb.send = send_cb;
-        sp = ucp_put_nbx(m->eps[t->peer]->ep, t->src, t->len, t->raddr, ((oc_nic_rkey_t *)t->obj)->h,
-                         &param);
+        sp = ucp_put_nbx(m->eps[t->peer]->ep, t->src, t->len, t->raddr,
+                         ((oc_nic_rkey_t *)t->obj)->h, &param);
         break;
     case OC_TASK_NOTIFY:
         what = "ucp_ep_flush_nbx";
