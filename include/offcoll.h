@@ -15,11 +15,13 @@
  *    until oc_finalize: the network layer cannot cancel every transfer, and a
  *    late one may still read or write them. The library does so with its
  *    own (windows, pack buffers, copies), which oc_finalize releases.
- *  - Thread safety: a context may be used by several application threads in
- *    thread progress mode, provided that calls on one team are serialised by
- *    the application (as MPI requires for collectives on one communicator) and
- *    a request is used by one thread at a time. In inline progress mode a
- *    context must be used by one thread at a time.
+ *  - Thread safety: a context may be used by several application threads,
+ *    provided that calls on one team are serialised by the application (as
+ *    MPI requires for collectives on one communicator) and a request is used
+ *    by one thread at a time: a call on a request that another thread is in
+ *    (oc_start, oc_test, oc_wait, oc_request_free) returns OC_ERR_BUSY. In
+ *    inline progress mode the engine advances inside whichever thread calls,
+ *    one at a time.
  *
  * Configuration is read from OC_* environment variables by oc_config_init();
  * README.md lists them.
@@ -44,7 +46,8 @@ typedef enum {
     OC_INPROGRESS = 1,        /**< oc_test: the operation has not completed yet */
     OC_ERR_INVALID_ARG = -1,  /**< bad argument; oc_last_error() names it */
     OC_ERR_NO_MEMORY = -2,
-    OC_ERR_BUSY = -3,         /**< the request is active (free or restart refused) */
+    OC_ERR_BUSY = -3,         /**< the request is active (free or restart refused) or
+                                   in a call on another thread */
     OC_ERR_TIMEOUT = -4,      /**< a wait ran past OC_TIMEOUT_S */
     OC_ERR_UNAVAILABLE = -5,  /**< a backend or feature is not available here */
     OC_ERR_BACKEND = -6,      /**< the network layer reported an error */

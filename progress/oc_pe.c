@@ -28,6 +28,9 @@ struct oc_pe {
     char info[224];             /* where the engine runs (oc_pe_info) */
     oc_pe_caller_t caller;      /* the creating thread's CPUs, when auto moved it */
     int have_thread;
+    /* Inline mode: the engine runs in whichever application thread calls,
+     * one at a time (recursive: an engine callback may call in again). */
+    pthread_mutex_t inline_lock;
     _Atomic double final_cpu_s;
     _Atomic uint64_t lists_posted, tasks_posted, wakeups, requests_started;
     _Atomic uint64_t bytes_sent, bytes_copied;
@@ -323,11 +326,26 @@ static unsigned run_queue(oc_pe_t *pe)
     return count;
 }
 
+static void inline_enter(oc_pe_t *pe)
+{
+    if (pe->mode == OC_PROGRESS_INLINE)
+        pthread_mutex_lock(&pe->inline_lock);
+}
+
+static void inline_leave(oc_pe_t *pe)
+{
+    if (pe->mode == OC_PROGRESS_INLINE)
+        pthread_mutex_unlock(&pe->inline_lock);
+}
+
 unsigned oc_pe_progress(oc_pe_t *pe)
 {
-    unsigned n = run_queue(pe);
+    unsigned n;
+    inline_enter(pe);
+    n = run_queue(pe);
     n += pe->nic->ops->progress(pe->nic);
     n += run_ready(pe);
+    inline_leave(pe);
     return n;
 }
 
@@ -352,7 +370,9 @@ void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
 {
     x->item.run = run_start;
     if (pe->mode == OC_PROGRESS_INLINE) {
+        inline_enter(pe);
         run_start(pe, &x->item);
+        inline_leave(pe);
         return;
     }
     submit(pe, &x->item);
@@ -370,7 +390,9 @@ void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg)
 {
     pe_call_t c;
     if (pe->mode == OC_PROGRESS_INLINE || !pe->have_thread) {
+        inline_enter(pe);
         fn(pe, arg);
+        inline_leave(pe);
         return;
     }
     c.item.run = run_call;
@@ -499,6 +521,19 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
     pe->spin_us = spin_us;
     pe->wake_fd = pe->epoll_fd = -1;
     oc_mpsc_init(&pe->queue);
+    if (mode == OC_PROGRESS_INLINE) {
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        rc = pthread_mutex_init(&pe->inline_lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+        if (rc != 0) {
+            free(pe);
+            nic->ops->destroy(nic);
+            return oc_error(OC_ERR_INTERNAL, "progress engine: pthread_mutex_init: %s",
+                            strerror(rc));
+        }
+    }
     if (mode == OC_PROGRESS_THREAD) {
         st = setup_epoll(pe);
         if (st != OC_OK) {
@@ -558,6 +593,8 @@ void oc_pe_destroy(oc_pe_t *pe)
         close(pe->wake_fd);
     if (pe->epoll_fd >= 0)
         close(pe->epoll_fd);
+    if (pe->mode == OC_PROGRESS_INLINE)
+        pthread_mutex_destroy(&pe->inline_lock);
     free(pe);
 }
 

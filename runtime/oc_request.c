@@ -553,11 +553,28 @@ oc_status_t oc_alltoallv_init(oc_team_t *team, const void *sbuf, size_t sbuf_byt
                             rbuf_bytes, rcounts, rdispls, 1, req);
 }
 
-oc_status_t oc_start(oc_request_t *req)
+/* A request is used by one thread at a time (offcoll.h); a second thread in
+ * a call on it is refused rather than left to race the first. */
+static oc_status_t req_enter(const char *fn, oc_request_t *req)
+{
+    if (req == NULL)
+        return oc_error(OC_ERR_INVALID_ARG, "%s: req is NULL", fn);
+    if (atomic_exchange(&req->in_call, 1))
+        return oc_error(OC_ERR_BUSY,
+                        "%s: req is in use by another thread (oc_start, oc_test, oc_wait or "
+                        "oc_request_free); a request is used by one thread at a time", fn);
+    return OC_OK;
+}
+
+static oc_status_t req_leave(oc_request_t *req, oc_status_t st)
+{
+    atomic_store(&req->in_call, 0);
+    return st;
+}
+
+static oc_status_t req_start(oc_request_t *req)
 {
     unsigned i;
-    if (req == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_start: req is NULL");
     if (!req->persistent)
         return oc_error(OC_ERR_INVALID_ARG,
                         "oc_start: req is not persistent (made by oc_i%s, not oc_%s_init)",
@@ -591,6 +608,12 @@ oc_status_t oc_start(oc_request_t *req)
     return OC_OK;
 }
 
+oc_status_t oc_start(oc_request_t *req)
+{
+    oc_status_t st = req_enter("oc_start", req);
+    return st != OC_OK ? st : req_leave(req, req_start(req));
+}
+
 /* Consumes a completion: a persistent request becomes inactive. */
 static oc_status_t take_result(oc_request_t *req)
 {
@@ -612,12 +635,9 @@ static oc_status_t take_result(oc_request_t *req)
     return st;
 }
 
-oc_status_t oc_test(oc_request_t *req)
+static oc_status_t req_test(oc_request_t *req)
 {
-    uint32_t state;
-    if (req == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_test: req is NULL");
-    state = req_state(req);
+    uint32_t state = req_state(req);
     if (state == OC_REQ_ACTIVE && oc_pe_mode(req->team->ctx->pe) == OC_PROGRESS_INLINE) {
         oc_pe_progress(req->team->ctx->pe);
         state = req_state(req);
@@ -627,6 +647,12 @@ oc_status_t oc_test(oc_request_t *req)
     if (state == OC_REQ_INACTIVE)
         return OC_OK; /* persistent and not started: nothing to wait for */
     return take_result(req);
+}
+
+oc_status_t oc_test(oc_request_t *req)
+{
+    oc_status_t st = req_enter("oc_test", req);
+    return st != OC_OK ? st : req_leave(req, req_test(req));
 }
 
 static const char *task_verb(oc_task_type_t type)
@@ -765,11 +791,9 @@ static oc_status_t timed_out(oc_request_t *req, double timeout)
     return st;
 }
 
-oc_status_t oc_wait(oc_request_t *req)
+static oc_status_t req_wait(oc_request_t *req)
 {
     double timeout, deadline;
-    if (req == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_wait: req is NULL");
     if (req_state(req) == OC_REQ_INACTIVE)
         return OC_OK;
     timeout = req->team->ctx->cfg.timeout_s;
@@ -779,14 +803,20 @@ oc_status_t oc_wait(oc_request_t *req)
     return take_result(req);
 }
 
+oc_status_t oc_wait(oc_request_t *req)
+{
+    oc_status_t st = req_enter("oc_wait", req);
+    return st != OC_OK ? st : req_leave(req, req_wait(req));
+}
+
 oc_status_t oc_request_free(oc_request_t *req)
 {
-    oc_status_t st = OC_OK;
-    if (req == NULL)
-        return oc_error(OC_ERR_INVALID_ARG, "oc_request_free: req is NULL");
+    oc_status_t st = req_enter("oc_request_free", req);
+    if (st != OC_OK)
+        return st;
     if (req_state(req) == OC_REQ_ACTIVE)
-        return oc_error(OC_ERR_BUSY,
-                        "oc_request_free: req is active; complete it with oc_wait or oc_test");
+        return req_leave(req, oc_error(OC_ERR_BUSY, "oc_request_free: req is active; complete "
+                                                    "it with oc_wait or oc_test"));
     /* A peer may have started a round this member never will (it then timed
      * out): its blocks may still be on their way here. The window's close
      * keeps the landing zones until oc_finalize where any member failed. */

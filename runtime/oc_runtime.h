@@ -78,6 +78,8 @@ typedef struct oc_request {
                                        made by the schedule's first list */
     int cancelled_once;             /* an execution was cancelled: its sends may
                                        still read inplace (oc_ctx_release_later) */
+    _Atomic int in_call;            /* an application thread is in oc_start/test/wait/
+                                       request_free on it: a second is refused */
 } oc_request_t;
 
 /* Control messages between progress engines: a uint32_t type comes first. */

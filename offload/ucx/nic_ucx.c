@@ -763,7 +763,9 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
 
     memset(&wp, 0, sizeof(wp));
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    /* Made here, then used by the progress thread, or in inline mode by
+     * whichever application thread holds the engine: one at a time. */
+    wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     st = ucp_worker_create(nic->context, &wp, &nic->worker);
     if (st != UCS_OK) {
         nic->worker = NULL;
