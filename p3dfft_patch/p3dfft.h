@@ -17,7 +17,8 @@
  *
  * Layouts (X fastest): real input, X-pencils (nx, jisize, kjsize); complex
  * output, Z-pencils (iisize, jjsize, nz) with nx/2+1 complex values along X
- * split over dims[0]. Cp3dfft_get_dims gives the local ranges.
+ * split over dims[0]. Cp3dfft_get_dims gives the local ranges. in and out may
+ * be the same array (in place), as upstream.
  */
 #ifndef P3DFFT_H
 #define P3DFFT_H
@@ -49,18 +50,25 @@ enum {
 #define P3DFFT_NTIMERS 12
 
 /* dims = {iproc, jproc}, product = size of the communicator whose Fortran
- * handle is comm_f; nxc, nyc, nzc must equal nx, ny, nz (no truncation);
- * overwrite is accepted and ignored (inputs are never overwritten);
- * memsize[3] receives the local complex (Z-pencil) sizes. Collective. */
+ * handle is comm_f; every rank must pass the same dims, nx, ny, nz (else it
+ * fails on all, naming the one that differs); nxc, nyc, nzc must equal nx,
+ * ny, nz (no truncation); overwrite is accepted and ignored (inputs are never
+ * overwritten); memsize[3] receives, as upstream, {nx, jisize, kjsize + pad}
+ * in doubles: an array of memsize[0]*memsize[1]*memsize[2] doubles holds this
+ * rank's real input or its complex output (in-place transforms). When n is
+ * not divisible by p, the last n % p ranks of a dimension get one more point,
+ * as upstream. Zeroes the timers. Collective. */
 int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int nyc, int nzc,
                   int overwrite, int *memsize);
 
-/* conf 1: real X-pencil; 2: complex Z-pencil; 3: the largest Z-pencil sizes
- * over all ranks. start and end are 1-based and inclusive, index 0 is X. */
+/* conf 1: real X-pencil; 2: complex Z-pencil (start and end 1-based and
+ * inclusive, index 0 is X); 3: as upstream, start = {0, 0, 0} and end = size
+ * = memsize (the padded real array of an in-place transform). */
 int Cp3dfft_get_dims(int *start, int *end, int *size, int conf);
 
 /* Forward r2c of in (real X-pencil) into out (complex Z-pencil, as pairs of
- * doubles); op "fft". Collective. */
+ * doubles); op "fft". in == out is an in-place transform (the array must
+ * hold both: memsize). Collective. */
 int Cp3dfft_ftran_r2c(double *in, double *out, unsigned char *op);
 
 /* Backward c2r of in (complex Z-pencil) into out (real X-pencil); op "tff".
@@ -70,7 +78,8 @@ int Cp3dfft_btran_c2r(double *in, double *out, unsigned char *op);
 /* nv variables at once, pipelined: variable v of the input starts at
  * in + v*dim_in and of the output at out + v*dim_out, strides counted in
  * elements of the array's own type (doubles for real, complex pairs for
- * complex arrays), as upstream. */
+ * complex arrays), as upstream. In place (in == out) with nv > 1, the inputs
+ * are first copied aside (nv variables' worth of memory for the call). */
 int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int nv,
                            unsigned char *op);
 int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int nv,
@@ -90,17 +99,18 @@ const char *Cp3dfft_last_error(void);
 
 /* Y-Z transpose mode: "blocking" (MPI_Alltoallv), "mpi_nb" (MPI_Ialltoallv
  * tested between FFT chunks) or "offload" (offcoll persistent alltoallv on the
- * COL team, progressed by its progress thread). Before setup it overrides
- * P3DFFT_TRANSPOSE; after setup it is collective and sets up or releases what
- * the mode needs. */
+ * COL team, progressed by its progress thread). The choice overrides
+ * P3DFFT_TRANSPOSE at every later setup (Cp3dfft_clean keeps it); after setup
+ * the call is collective and sets up or releases what the mode needs. */
 int Cp3dfft_set_transpose(const char *mode);
 
-/* The mode in force ("blocking", ...); before setup, the one set by
+/* The mode in force ("blocking", ...); before setup, the one chosen by
  * Cp3dfft_set_transpose, else "unset" (setup then reads P3DFFT_TRANSPOSE). */
 const char *Cp3dfft_get_transpose(void);
 
 /* Independent X-slabs one variable's Y-Z stage is split into (>= 1); 0 =
- * automatic. Collective after setup; before setup it overrides P3DFFT_SLABS. */
+ * automatic. The choice overrides P3DFFT_SLABS at every later setup
+ * (Cp3dfft_clean keeps it); collective after setup. */
 int Cp3dfft_set_slabs(int slabs);
 
 /* Slabs in use (after setup), 0 before setup. */

@@ -14,8 +14,11 @@ static const char *const p3_mode_names[P3_NMODES] = {"blocking", "mpi_nb", "offl
 
 static p3_t *g;                /* NULL before setup */
 static char last_error[512];
-static int pending_mode = -1;  /* Cp3dfft_set_transpose before setup */
-static int pending_slabs = -1; /* Cp3dfft_set_slabs before setup */
+/* The choices of Cp3dfft_set_transpose and Cp3dfft_set_slabs (-1: none),
+ * made before or after a set-up: they override the environment at every
+ * later set-up, so that Cp3dfft_clean does not undo them. */
+static int chosen_mode = -1;
+static int chosen_slabs = -1;
 static double idle_timers[P3DFFT_NTIMERS]; /* timers outside a set-up */
 
 int p3_fail(int code, const char *fmt, ...)
@@ -48,15 +51,15 @@ static int parse_mode(const char *s, const char *what)
     return -1;
 }
 
-/* Settings from the environment, overridden by the calls made before setup. */
+/* Settings from the environment, overridden by the calls' choices. */
 static int read_settings(p3_t *p, int *slabs)
 {
     const char *v = getenv("P3DFFT_TRANSPOSE");
     char *end;
 
     p->mode = P3_BLOCKING;
-    if (pending_mode >= 0)
-        p->mode = (p3_mode_t)pending_mode;
+    if (chosen_mode >= 0)
+        p->mode = (p3_mode_t)chosen_mode;
     else if (v != NULL && *v != '\0') {
         int m = parse_mode(v, "P3DFFT_TRANSPOSE");
         if (m < 0)
@@ -78,8 +81,8 @@ static int read_settings(p3_t *p, int *slabs)
 
     *slabs = 0;
     v = getenv("P3DFFT_SLABS");
-    if (pending_slabs >= 0)
-        *slabs = pending_slabs;
+    if (chosen_slabs >= 0)
+        *slabs = chosen_slabs;
     else if (v != NULL && *v != '\0') {
         long n = strtol(v, &end, 10);
         if (*end != '\0' || n < 0 || n > P3_MAX_SLABS)
@@ -123,29 +126,83 @@ static int check_setup_args(const int *dims, int nx, int ny, int nz, MPI_Comm co
 int p3_agree(int rc, MPI_Comm comm)
 {
     int any;
-    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "MPI_Allreduce (agreement between ranks) failed");
     if (any && !rc)
         p3_fail(any, "failed on another rank");
     return any;
 }
 
-/* As p3_agree, and the transpose mode and slab count must be the same on
- * every rank: a rank in another mode or with another slab count would wait
- * in other collectives, or in the same ones with other counts. */
-static int agree_settings(int rc, int mode, int slabs, MPI_Comm comm)
+/* An int every rank must pass the same: what it is, its value, the names
+ * of its values (NULL: a number) and what must agree. */
+typedef struct {
+    const char *what;
+    int value;
+    const char *const *names;
+    const char *hint;
+} same_t;
+#define P3_MAX_SAME 7
+
+static void print_value(char *buf, size_t len, const same_t *v, int value)
 {
-    int mine[5] = {rc, mode, -mode, slabs, -slabs}, all[5];
-    MPI_Allreduce(mine, all, 5, MPI_INT, MPI_MAX, comm);
+    if (v->names != NULL)
+        snprintf(buf, len, "'%s'", v->names[value]);
+    else
+        snprintf(buf, len, "%d", value);
+}
+
+/* As p3_agree, and each value must be the same on every rank: a rank with
+ * another grid, size, transpose mode or slab count would wait in other
+ * collectives, or in the same ones with other counts. Refused on every rank,
+ * naming the first value that differs, with its smallest and largest. */
+static int agree_same(int rc, const same_t *v, int n, MPI_Comm comm)
+{
+    int mine[1 + 2 * P3_MAX_SAME], all[1 + 2 * P3_MAX_SAME], i;
+    char lo[32], hi[32];
+
+    mine[0] = rc;
+    for (i = 0; i < n; i++) { /* max and -min; a failed rank's values may be garbage */
+        mine[1 + 2 * i] = rc ? 0 : v[i].value;
+        mine[2 + 2 * i] = rc ? 0 : -v[i].value;
+    }
+    if (MPI_Allreduce(mine, all, 1 + 2 * n, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "MPI_Allreduce (agreement between ranks) failed");
     if (all[0])
         return rc ? rc : p3_fail(all[0], "failed on another rank");
-    if (all[1] != -all[2])
-        return p3_fail(P3DFFT_ERR_ARG, "the transpose mode differs between ranks ('%s' and "
-                       "'%s'): P3DFFT_TRANSPOSE and Cp3dfft_set_transpose must agree",
-                       p3_mode_names[-all[2]], p3_mode_names[all[1]]);
-    if (all[3] != -all[4])
-        return p3_fail(P3DFFT_ERR_ARG, "the slab count differs between ranks (%d and %d): "
-                       "P3DFFT_SLABS and Cp3dfft_set_slabs must agree", -all[4], all[3]);
+    for (i = 0; i < n; i++)
+        if (all[1 + 2 * i] != -all[2 + 2 * i]) {
+            print_value(lo, sizeof(lo), &v[i], -all[2 + 2 * i]);
+            print_value(hi, sizeof(hi), &v[i], all[1 + 2 * i]);
+            return p3_fail(P3DFFT_ERR_ARG, "%s differs between ranks (%s and %s): %s", v[i].what,
+                           lo, hi, v[i].hint);
+        }
     return P3DFFT_OK;
+}
+
+/* The settings every rank must share, at setup and in the setters. */
+static int settings_same(same_t *v, int mode, int slabs)
+{
+    v[0] = (same_t){"the transpose mode", mode, p3_mode_names,
+                    "P3DFFT_TRANSPOSE and Cp3dfft_set_transpose must agree"};
+    v[1] = (same_t){"the slab count", slabs, NULL,
+                    "P3DFFT_SLABS and Cp3dfft_set_slabs must agree"};
+    return 2;
+}
+
+/* Setup's agreement: its grid and sizes (which upstream takes on trust: a
+ * rank with another grid hung, one with another nz aborted in MPI), then the
+ * settings. */
+static int agree_setup(int rc, const int *dims, int nx, int ny, int nz, const p3_t *p,
+                       int slabs, MPI_Comm comm)
+{
+    static const char args[] = "every rank must pass the same dims, nx, ny, nz";
+    same_t v[P3_MAX_SAME] = {{"dims[0]", dims != NULL ? dims[0] : 0, NULL, args},
+                             {"dims[1]", dims != NULL ? dims[1] : 0, NULL, args},
+                             {"nx", nx, NULL, args},
+                             {"ny", ny, NULL, args},
+                             {"nz", nz, NULL, args}};
+    int n = 5 + settings_same(v + 5, p != NULL ? (int)p->mode : 0, slabs);
+    return agree_same(rc, v, n, comm);
 }
 
 static int release(p3_t *p)
@@ -179,7 +236,7 @@ int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int ny
         p->comm = p->row = p->col = MPI_COMM_NULL;
         rc = read_settings(p, &slabs);
     }
-    if ((rc = agree_settings(rc, p != NULL ? (int)p->mode : 0, slabs, comm))) {
+    if ((rc = agree_setup(rc, dims, nx, ny, nz, p, slabs, comm))) {
         free(p);
         return rc;
     }
@@ -196,11 +253,8 @@ int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int ny
         release(p);
         return p3_fail(rc, "%s", why);
     }
-    memsize[0] = p->iisize;
-    memsize[1] = p->jjsize;
-    memsize[2] = p->nz;
-    memcpy(p->timers, idle_timers, sizeof(p->timers));
-    g = p;
+    memcpy(memsize, p->mem, sizeof(p->mem));
+    g = p; /* its timers are zero (p3_warmup), as upstream's setup makes them */
     return ok();
 }
 
@@ -234,13 +288,13 @@ int Cp3dfft_get_dims(int *start, int *end, int *size, int conf)
         start[1] = g->yj.s[g->jpid] + 1, size[1] = g->jjsize;
         start[2] = 1, size[2] = g->nz;
         break;
-    case 3:
+    case 3: /* as upstream: start 0, end = size = memsize */
         for (d = 0; d < 3; d++)
-            start[d] = 1, size[d] = g->zmax[d];
-        break;
+            start[d] = 0, end[d] = size[d] = g->mem[d];
+        return ok();
     default:
         return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_get_dims: conf = %d (1: real X-pencil, "
-                       "2: complex Z-pencil, 3: largest Z-pencil)", conf);
+                       "2: complex Z-pencil, 3: memsize)", conf);
     }
     for (d = 0; d < 3; d++)
         end[d] = start[d] + size[d] - 1;
@@ -286,9 +340,6 @@ static int check_transform_args(const char *call, const void *in, int dim_in, si
 {
     if (in == NULL || out == NULL)
         return p3_fail(P3DFFT_ERR_ARG, "%s: %s is NULL", call, in == NULL ? "in" : "out");
-    if (in == out)
-        return p3_fail(P3DFFT_ERR_ARG, "%s: in and out are the same array (in-place is not "
-                       "supported)", call);
     if (nv < 1)
         return p3_fail(P3DFFT_ERR_ARG, "%s: nv = %d, need at least 1", call, nv);
     if (nv > 1 && (dim_in < 0 || (size_t)dim_in < need_in))
@@ -305,8 +356,6 @@ static int check_transform_args(const char *call, const void *in, int dim_in, si
     return P3DFFT_OK;
 }
 
-/* Collective once set up: arguments refused on one rank are refused on all,
- * which would otherwise wait for it in the transposes. */
 /* After a failed re-configuration only Cp3dfft_clean is left. */
 static int refuse_broken(const char *call)
 {
@@ -314,16 +363,48 @@ static int refuse_broken(const char *call)
                    "Cp3dfft_clean and set up again", call);
 }
 
+/* In place (in == out, upstream's "first elements coincide"), one variable
+ * needs nothing: the pipeline reads all of it before it writes any output.
+ * With several, it would write a variable's output over inputs of the next
+ * ones not read yet (the input and output strides differ), so *copy gets the
+ * inputs, packed (need_in elements of elem bytes each). */
+static int copy_in_place(const void *in, int dim_in, size_t need_in, const void *out, int nv,
+                         size_t elem, void **copy)
+{
+    size_t v, bytes = need_in * elem;
+    if (in != out || nv == 1)
+        return P3DFFT_OK;
+    if ((*copy = fftw_malloc(bytes * (size_t)nv)) == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for a copy of the %d variables of an "
+                       "in-place transform", nv);
+    for (v = 0; v < (size_t)nv; v++)
+        memcpy((char *)*copy + v * bytes, (const char *)in + v * (size_t)dim_in * elem, bytes);
+    return P3DFFT_OK;
+}
+
+/* Collective once set up: arguments refused on one rank are refused on all,
+ * which would otherwise wait for it in the transposes. *copy: the inputs of
+ * an in-place transform of several variables (copy_in_place), else NULL;
+ * the caller frees it. */
 static int check_transform(const char *call, const void *in, int dim_in, size_t need_in,
                            const void *out, int dim_out, size_t need_out, int nv,
-                           const unsigned char *op, int backward, p3_op_t ops[3])
+                           const unsigned char *op, int backward, p3_op_t ops[3], void **copy)
 {
+    int rc;
+    *copy = NULL;
     if (g == NULL)
         return p3_fail(P3DFFT_ERR_STATE, "%s: not set up (call Cp3dfft_setup first)", call);
-    return p3_agree(g->broken ? refuse_broken(call)
-                              : check_transform_args(call, in, dim_in, need_in, out, dim_out,
-                                                     need_out, nv, op, backward, ops),
-                    g->comm);
+    rc = g->broken ? refuse_broken(call)
+                   : check_transform_args(call, in, dim_in, need_in, out, dim_out, need_out, nv,
+                                          op, backward, ops);
+    if (!rc)
+        rc = copy_in_place(in, dim_in, need_in, out, nv,
+                           backward ? sizeof(fftw_complex) : sizeof(double), copy);
+    if ((rc = p3_agree(rc, g->comm))) {
+        fftw_free(*copy);
+        *copy = NULL;
+    }
+    return rc;
 }
 
 static size_t real_size(void)
@@ -348,24 +429,30 @@ int Cp3dfft_ftran_r2c_many(double *in, int dim_in, double *out, int dim_out, int
                            unsigned char *op)
 {
     p3_op_t ops[3];
+    void *copy;
     int rc;
     if ((rc = check_transform("Cp3dfft_ftran_r2c", in, dim_in, real_size(), out, dim_out,
-                              complex_size(), nv, op, 0, ops)))
+                              complex_size(), nv, op, 0, ops, &copy)))
         return rc;
-    return transform_done(
-        p3_forward(g, in, (size_t)dim_in, (fftw_complex *)out, (size_t)dim_out, nv, ops));
+    rc = p3_forward(g, copy != NULL ? copy : in, copy != NULL ? real_size() : (size_t)dim_in,
+                    (fftw_complex *)out, (size_t)dim_out, nv, ops);
+    fftw_free(copy);
+    return transform_done(rc);
 }
 
 int Cp3dfft_btran_c2r_many(double *in, int dim_in, double *out, int dim_out, int nv,
                            unsigned char *op)
 {
     p3_op_t ops[3];
+    void *copy;
     int rc;
     if ((rc = check_transform("Cp3dfft_btran_c2r", in, dim_in, complex_size(), out, dim_out,
-                              real_size(), nv, op, 1, ops)))
+                              real_size(), nv, op, 1, ops, &copy)))
         return rc;
-    return transform_done(
-        p3_backward(g, (const fftw_complex *)in, (size_t)dim_in, out, (size_t)dim_out, nv, ops));
+    rc = p3_backward(g, copy != NULL ? copy : (const fftw_complex *)in,
+                     copy != NULL ? complex_size() : (size_t)dim_in, out, (size_t)dim_out, nv, ops);
+    fftw_free(copy);
+    return transform_done(rc);
 }
 
 int Cp3dfft_ftran_r2c(double *in, double *out, unsigned char *op)
@@ -421,11 +508,12 @@ static int reconfigure(p3_mode_t mode, int slabs)
  * re-create the transposes alone or differently. */
 static int agreed(const char *call, int rc, int mode, int slabs)
 {
+    same_t v[2];
     if (g == NULL)
         return rc;
     if (!rc && g->broken)
         rc = refuse_broken(call);
-    return agree_settings(rc, mode, slabs, g->comm);
+    return agree_same(rc, v, settings_same(v, mode, slabs), g->comm);
 }
 
 int Cp3dfft_set_transpose(const char *mode)
@@ -437,18 +525,15 @@ int Cp3dfft_set_transpose(const char *mode)
         rc = (m = parse_mode(mode, "Cp3dfft_set_transpose")) < 0 ? P3DFFT_ERR_ARG : P3DFFT_OK;
     if ((rc = agreed("Cp3dfft_set_transpose", rc, m, g != NULL ? g->slabs_asked : 0)))
         return rc;
-    if (g == NULL) {
-        pending_mode = m;
-        return ok();
-    }
-    return reconfigure((p3_mode_t)m, g->slabs_asked);
+    chosen_mode = m;
+    return g == NULL ? ok() : reconfigure((p3_mode_t)m, g->slabs_asked);
 }
 
 const char *Cp3dfft_get_transpose(void)
 {
     if (g != NULL)
         return p3_mode_names[g->mode];
-    return pending_mode >= 0 ? p3_mode_names[pending_mode] : "unset";
+    return chosen_mode >= 0 ? p3_mode_names[chosen_mode] : "unset";
 }
 
 int Cp3dfft_set_slabs(int slabs)
@@ -459,11 +544,8 @@ int Cp3dfft_set_slabs(int slabs)
                  : P3DFFT_OK;
     if ((rc = agreed("Cp3dfft_set_slabs", rc, g != NULL ? (int)g->mode : 0, slabs)))
         return rc;
-    if (g == NULL) {
-        pending_slabs = slabs;
-        return ok();
-    }
-    return reconfigure(g->mode, slabs);
+    chosen_slabs = slabs;
+    return g == NULL ? ok() : reconfigure(g->mode, slabs);
 }
 
 int Cp3dfft_get_slabs(void)

@@ -12,14 +12,14 @@
 
 static int split_init(p3_split_t *sp, int n, int p)
 {
-    int i;
+    int i, first_big = p - n % p; /* parts first_big.. get one more */
     sp->n = malloc(sizeof(int) * (size_t)p);
     sp->s = malloc(sizeof(int) * (size_t)p);
     if (sp->n == NULL || sp->s == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the block split of %d points", n);
     for (i = 0; i < p; i++) {
-        sp->n[i] = n / p + (i < n % p);
-        sp->s[i] = i * (n / p) + (i < n % p ? i : n % p);
+        sp->n[i] = n / p + (i >= first_big);
+        sp->s[i] = i * (n / p) + (i > first_big ? i - first_big : 0);
     }
     return P3DFFT_OK;
 }
@@ -57,6 +57,37 @@ static int xy_counts_init(p3_t *p)
     return P3DFFT_OK;
 }
 
+/* Upstream's memsize: X-pencils (nx, jisize, kjsize + pad) of doubles, the
+ * pad (whole XY planes) making room for twice the larger of the complex
+ * Z-pencil and Y-pencil, so that one array holds the real input or the
+ * complex output of an in-place transform (P3DFFT 2.7's setup.F90). */
+static void memsize_init(p3_t *p)
+{
+    long long plane = (long long)p->nx * p->jisize;
+    long long zc = (long long)p->nz * p->jjsize * p->iisize;
+    long long yc = (long long)p->ny * p->kjsize * p->iisize;
+    long long pad = 2 * (zc > yc ? zc : yc) - plane * p->kjsize;
+
+    p->mem[0] = p->nx;
+    p->mem[1] = p->jisize;
+    p->mem[2] = p->kjsize + (pad > 0 ? (int)((pad + plane - 1) / plane) : 0);
+}
+
+/* The library checks its MPI calls' results: on its own communicators MPI
+ * returns errors instead of aborting (the caller's communicator keeps its
+ * handler). */
+static int own_comms(p3_t *p, MPI_Comm comm)
+{
+    if (MPI_Comm_dup(comm, &p->comm) != MPI_SUCCESS ||
+        MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
+        MPI_Comm_split(p->comm, p->jpid, p->ipid, &p->row) != MPI_SUCCESS ||
+        MPI_Comm_split(p->comm, p->ipid, p->jpid, &p->col) != MPI_SUCCESS ||
+        MPI_Comm_set_errhandler(p->row, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
+        MPI_Comm_set_errhandler(p->col, MPI_ERRORS_RETURN) != MPI_SUCCESS)
+        return p3_fail(P3DFFT_ERR_MPI, "cannot create the ROW and COL communicators");
+    return P3DFFT_OK;
+}
+
 int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm)
 {
     int rank, rc, s;
@@ -72,10 +103,8 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
     p->ipid = rank % p->iproc;
     p->jpid = rank / p->iproc;
 
-    if (MPI_Comm_dup(comm, &p->comm) != MPI_SUCCESS ||
-        MPI_Comm_split(p->comm, p->jpid, p->ipid, &p->row) != MPI_SUCCESS ||
-        MPI_Comm_split(p->comm, p->ipid, p->jpid, &p->col) != MPI_SUCCESS)
-        return p3_fail(P3DFFT_ERR_MPI, "cannot create the ROW and COL communicators");
+    if ((rc = own_comms(p, comm)))
+        return rc;
 
     if ((rc = split_init(&p->xc, p->nxh, p->iproc)) || (rc = split_init(&p->yi, ny, p->iproc)) ||
         (rc = split_init(&p->yj, ny, p->jproc)) || (rc = split_init(&p->zj, nz, p->jproc)))
@@ -84,10 +113,6 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
     p->jisize = p->yi.n[p->ipid];
     p->jjsize = p->yj.n[p->jpid];
     p->kjsize = p->zj.n[p->jpid];
-    /* the first blocks are the largest */
-    p->zmax[0] = p->xc.n[0];
-    p->zmax[1] = p->yj.n[0];
-    p->zmax[2] = nz;
 
     /* MPI counts are ints: every local array must fit. */
     local = (double)p->nxh * p->jisize * p->kjsize;
@@ -98,6 +123,7 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
     if (local * 2 > INT_MAX)
         return p3_fail(P3DFFT_ERR_ARG, "nx, ny, nz: a local array of %.0f complex values is too "
                        "large for MPI's int counts; use more processes", local);
+    memsize_init(p);
 
     if ((rc = xy_counts_init(p)))
         return rc;
@@ -131,8 +157,8 @@ int p3_slabs_init(p3_t *p, int nslab)
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
-    /* the first slab is the widest */
-    p->plane_len = (size_t)p->slab.n[0] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
+    /* the last slab is the widest */
+    p->plane_len = (size_t)p->slab.n[nslab - 1] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
     p->line = cbuf(p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
                                                               : (size_t)p->nxh * p->jisize);
     p->plane = cbuf(p->plane_len);

@@ -23,8 +23,9 @@ enum { P3_FWD = 0, P3_BWD = 1 };
 #define P3_SLOTS 2
 #define P3_MAX_SLABS 64
 
-/* The block split of n points over p parts: the first n % p parts get one
- * more (as upstream's MPI_Alltoallv path). */
+/* The block split of n points over p parts as upstream's MapDataToProc: the
+ * last n % p parts get one more, so that Cp3dfft_get_dims gives upstream's
+ * ranges. */
 typedef struct {
     int *n, *s; /* sizes and 0-based starts, p of each */
 } p3_split_t;
@@ -68,7 +69,8 @@ typedef struct {
     p3_split_t yj;  /* ny over jproc (Z-pencil Y) */
     p3_split_t zj;  /* nz over jproc */
     int iisize, jisize, jjsize, kjsize; /* this rank's extents */
-    int zmax[3];    /* largest Z-pencil extents over ranks (get_dims conf 3) */
+    int mem[3];     /* upstream's memsize, in doubles: nx, jisize, kjsize + padding
+                       (Cp3dfft_setup, Cp3dfft_get_dims conf 3) */
 
     int nslab;      /* X-slabs of the Y-Z stage */
     int slabs_asked;/* 0: auto; what the ranks agree on (nslab is clamped per rank) */

@@ -8,7 +8,11 @@
  * every transpose mode, also switched after set-up; the slab pipeline with 1
  * and 3 slabs. The cosine and sine transforms along Z ("ffc" / "cff", "ffs" /
  * "sff") against the serial r2c in X, c2c in Y and REDFT00 / RODFT00 along Z
- * of the real and imaginary parts, nv = 2.
+ * of the real and imaginary parts, nv = 2. After every set-up, the ranges,
+ * memsize and get_dims conf 3 against P3DFFT 2.7's; in-place transforms
+ * (in == out, nv = 1 and 3) on arrays sized by memsize; the library's
+ * communicators return MPI errors; disagreeing set-up arguments; the
+ * timers and the chosen mode and slab count across Cp3dfft_clean.
  * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose in
  * offload mode, so rank 0's times out and names it; both clean up and
  * finalize (under ASan: the failed transpose's buffers are kept until
@@ -41,6 +45,7 @@ typedef struct {
     int n[3];          /* nx, ny, nz */
     int rs[3], rn[3];  /* real X-pencil: 0-based start, size */
     int cs[3], cn[3];  /* complex Z-pencil */
+    int mem[3];        /* memsize */
 } grid_t;
 
 /* Input value at a global index, different for every variable. */
@@ -127,12 +132,67 @@ static double max_all(double v)
     return m;
 }
 
+/* Upstream's MapDataToProc, written as its loop: the 1-based start and the
+ * size of part i of n points over p parts (the last n % p get one more). */
+static void upstream_split(int n, int p, int i, int *start, int *size)
+{
+    int base = n / p, nl = p - (n - base * p), k;
+    *start = 1;
+    for (k = 0; k < i; k++)
+        *start += k < nl ? base : base + 1;
+    *size = i < nl ? base : base + 1;
+}
+
+/* One get_dims configuration against the 1-based starts and sizes wanted. */
+static void check_dims(int conf, const int want_s[3], const int want_n[3])
+{
+    int s[3], e[3], z[3], d;
+    CHECK_P3(Cp3dfft_get_dims(s, e, z, conf));
+    for (d = 0; d < 3; d++)
+        CHECK(s[d] == want_s[d] && z[d] == want_n[d] && e[d] == want_s[d] + want_n[d] - 1,
+              "get_dims conf %d, dimension %d: start %d end %d size %d, upstream's %d %d %d", conf,
+              d, s[d], e[d], z[d], want_s[d], want_s[d] + want_n[d] - 1, want_n[d]);
+}
+
+/* This rank's ranges and memsize against P3DFFT 2.7's: MapDataToProc's
+ * splits; memsize = {nx, jisize, kjsize + padi} doubles, padi the XY planes
+ * that make room for twice the larger of the complex Z- and Y-pencils
+ * (setup.F90); get_dims conf 3 gives start 0 and end = size = memsize. */
+static void check_layout(const grid_t *g, const int dims[2])
+{
+    int ip = rank % dims[0], jp = rank / dims[0], nx = g->n[0], ny = g->n[1], nz = g->n[2];
+    int rs[3] = {1, 0, 0}, rn[3] = {nx, 0, 0}, cs[3] = {0, 0, 1}, cn[3] = {0, 0, nz};
+    int s[3], e[3], z[3], d;
+    long long plane, zc, yc, pad;
+
+    upstream_split(ny, dims[0], ip, &rs[1], &rn[1]);
+    upstream_split(nz, dims[1], jp, &rs[2], &rn[2]);
+    upstream_split(nx / 2 + 1, dims[0], ip, &cs[0], &cn[0]);
+    upstream_split(ny, dims[1], jp, &cs[1], &cn[1]);
+    check_dims(1, rs, rn);
+    check_dims(2, cs, cn);
+
+    plane = (long long)nx * rn[1];
+    zc = (long long)nz * cn[1] * cn[0];
+    yc = (long long)ny * rn[2] * cn[0];
+    pad = 2 * (zc > yc ? zc : yc) - plane * rn[2];
+    pad = pad <= 0 ? 0 : pad % plane != 0 ? pad / plane + 1 : pad / plane;
+    CHECK(g->mem[0] == nx && g->mem[1] == rn[1] && g->mem[2] == rn[2] + pad,
+          "memsize = %d %d %d, upstream's %d %d %lld", g->mem[0], g->mem[1], g->mem[2], nx,
+          rn[1], rn[2] + pad);
+    CHECK_P3(Cp3dfft_get_dims(s, e, z, 3));
+    for (d = 0; d < 3; d++)
+        CHECK(s[d] == 0 && e[d] == g->mem[d] && z[d] == g->mem[d],
+              "get_dims conf 3, dimension %d: start %d end %d size %d, upstream's 0 %d %d", d,
+              s[d], e[d], z[d], g->mem[d], g->mem[d]);
+}
+
 static int setup(grid_t *g, int d0, int d1, const int n[3])
 {
-    int dims[2] = {d0, d1}, mem[3], s[3], e[3], d;
+    int dims[2] = {d0, d1}, s[3], e[3], d;
     memcpy(g->n, n, sizeof(g->n));
     if (Cp3dfft_setup(dims, n[0], n[1], n[2], MPI_Comm_c2f(MPI_COMM_WORLD), n[0], n[1], n[2], 0,
-                      mem) != 0) {
+                      g->mem) != 0) {
         CHECK(0, "Cp3dfft_setup: %s", Cp3dfft_last_error());
         return -1;
     }
@@ -142,7 +202,7 @@ static int setup(grid_t *g, int d0, int d1, const int n[3])
     CHECK_P3(Cp3dfft_get_dims(s, e, g->cn, 2));
     for (d = 0; d < 3; d++)
         g->cs[d] = s[d] - 1;
-    CHECK(mem[0] == g->cn[0] && mem[1] == g->cn[1] && mem[2] == g->cn[2], "memsize");
+    check_layout(g, dims);
     return 0;
 }
 
@@ -205,6 +265,75 @@ static void check_transforms(const grid_t *g, int nv, fftw_complex **refs, int z
     fftw_free(out);
 }
 
+/* In place, as upstream's driver_sine_inplace and driver_sine_inplace_many:
+ * one array of nv times memsize doubles holds the inputs (dim_in: a real
+ * X-pencil), then the outputs (dim_out: a complex Z-pencil) and back; a
+ * guard after the array must stay as it was. nv = 1 uses the plain calls. */
+static void check_in_place(const grid_t *g, int nv, fftw_complex **refs)
+{
+    enum { GUARD = 4096 };
+    unsigned char fw[] = "fft", bw[] = "tff";
+    size_t rs = rsize(g), cs = csize(g), n = (size_t)g->mem[0] * g->mem[1] * g->mem[2] * nv, i;
+    double *a = malloc(sizeof(double) * (n + GUARD)), *x = malloc(sizeof(double) * rs * nv);
+    double N = (double)g->n[0] * g->n[1] * g->n[2], err = 0;
+    int v, guard_ok = 1;
+
+    for (v = 0; v < nv; v++)
+        fill_real(g, x + rs * (size_t)v, rand_at, v);
+    memcpy(a, x, sizeof(double) * rs * nv);
+    for (i = n; i < n + GUARD; i++)
+        a[i] = -12345.0;
+    CHECK_P3(nv == 1 ? Cp3dfft_ftran_r2c(a, a, fw)
+                     : Cp3dfft_ftran_r2c_many(a, (int)rs, a, (int)cs, nv, fw));
+    for (v = 0; v < nv; v++) {
+        double e = spectrum_error(g, (fftw_complex *)a + cs * (size_t)v, refs[v]);
+        CHECK(e < 1e-12, "in place, variable %d: forward relative error %g", v, e);
+    }
+    CHECK_P3(nv == 1 ? Cp3dfft_btran_c2r(a, a, bw)
+                     : Cp3dfft_btran_c2r_many(a, (int)cs, a, (int)rs, nv, bw));
+    for (i = 0; i < rs * (size_t)nv; i++)
+        err = fmax(err, fabs(a[i] - N * x[i]));
+    err = max_all(err) / N;
+    CHECK(err < 1e-12, "in place: backward(forward(x)) - N x: relative error %g", err);
+    for (i = n; i < n + GUARD; i++)
+        guard_ok &= a[i] == -12345.0;
+    CHECK(guard_ok, "in place: written past nv * memsize doubles");
+    free(a);
+    free(x);
+}
+
+/* Counted while watch_alltoallv is set: the library's MPI_Alltoallv calls,
+ * and those on a communicator whose MPI errors would abort rather than
+ * return to the library's checks (through the profiling interface). */
+static int watch_alltoallv, alltoallv_calls, alltoallv_fatal;
+
+int MPI_Alltoallv(const void *sbuf, const int scnt[], const int sdsp[], MPI_Datatype stype,
+                  void *rbuf, const int rcnt[], const int rdsp[], MPI_Datatype rtype,
+                  MPI_Comm comm)
+{
+    if (watch_alltoallv) {
+        MPI_Errhandler eh;
+        MPI_Comm_get_errhandler(comm, &eh);
+        alltoallv_calls++;
+        alltoallv_fatal += eh != MPI_ERRORS_RETURN;
+        MPI_Errhandler_free(&eh);
+    }
+    return PMPI_Alltoallv(sbuf, scnt, sdsp, stype, rbuf, rcnt, rdsp, rtype, comm);
+}
+
+/* The library's transposes (blocking mode) run on communicators with
+ * MPI_ERRORS_RETURN, so its "!= MPI_SUCCESS" checks see a failure. */
+static void check_errhandler(const grid_t *g, fftw_complex **refs)
+{
+    alltoallv_calls = alltoallv_fatal = 0;
+    watch_alltoallv = 1;
+    check_transforms(g, 1, refs, ZF);
+    watch_alltoallv = 0;
+    CHECK(nproc == 1 || alltoallv_calls > 0, "no MPI_Alltoallv seen");
+    CHECK(alltoallv_fatal == 0, "%d of %d MPI_Alltoallv calls on a communicator whose errors "
+          "abort", alltoallv_fatal, alltoallv_calls);
+}
+
 /* The sine test: four entries of magnitude N/8 (+i at (1,1,1) and
  * (1,ny-1,nz-1), -i at (1,1,nz-1) and (1,ny-1,1)); back to the input. */
 static void check_sine(const grid_t *g)
@@ -246,6 +375,41 @@ static void check_sine(const grid_t *g)
     fftw_free(out);
 }
 
+/* Across Cp3dfft_clean and a new set-up: the timers are zero again (as
+ * upstream's setup makes them), though still readable after the clean, and
+ * a transpose mode and slab count chosen after the first set-up stay chosen. */
+static void check_setup_again(void)
+{
+    static const int n[3] = {8, 8, 8};
+    double t[P3DFFT_NTIMERS], sum = 0;
+    grid_t g;
+    int i;
+
+    snprintf(tag, sizeof(tag), "8^3 dims 1x%d set up again", nproc);
+    CHECK_P3(Cp3dfft_set_transpose("blocking"));
+    CHECK_P3(Cp3dfft_set_slabs(1));
+    if (setup(&g, 1, nproc, n) != 0)
+        return;
+    check_sine(&g);
+    CHECK_P3(Cp3dfft_set_transpose("mpi_nb"));
+    CHECK_P3(Cp3dfft_set_slabs(2));
+    CHECK_P3(Cp3dfft_clean());
+    CHECK_P3(Cget_timers(t));
+    for (i = 0; i < P3DFFT_NTIMERS; i++)
+        sum += t[i];
+    CHECK(sum > 0, "timers after Cp3dfft_clean: all zero");
+    if (setup(&g, 1, nproc, n) != 0)
+        return;
+    CHECK_P3(Cget_timers(t));
+    for (i = 0; i < P3DFFT_NTIMERS; i++)
+        CHECK(t[i] == 0, "timer %d after a new set-up: %g", i, t[i]);
+    CHECK(strcmp(Cp3dfft_get_transpose(), "mpi_nb") == 0, "mode after clean and setup: %s",
+          Cp3dfft_get_transpose());
+    CHECK(Cp3dfft_get_slabs() == 2, "slabs after clean and setup: %d", Cp3dfft_get_slabs());
+    CHECK_P3(Cp3dfft_clean());
+    CHECK_P3(Cp3dfft_set_slabs(0));
+}
+
 static void check_errors(void)
 {
     int dims[2] = {1, nproc}, mem[3], s[3], e[3], n = 8;
@@ -285,6 +449,15 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem),
                 rank == 0 ? "P3DFFT_SLABS" : "failed on another rank");
     unsetenv("P3DFFT_SLABS");
+    if (nproc > 1) { /* valid grids and sizes that differ: refused on every rank, named */
+        int other[2] = {nproc, 1}, last = rank == nproc - 1;
+        CHECK_FAILS(Cp3dfft_setup(dims, n, n, last ? n + 2 : n, comm, n, n, last ? n + 2 : n, 0,
+                                  mem), "nz differs between ranks (8 and 10)");
+        CHECK_FAILS(Cp3dfft_setup(last ? other : dims, n, n, n, comm, n, n, n, 0, mem),
+                    "dims[0] differs");
+        CHECK_FAILS(Cp3dfft_setup(dims, rank == 0 ? n + 1 : n, n, n, comm, rank == 0 ? n + 1 : n,
+                                  n, n, 0, mem), "nx differs");
+    }
     if (nproc > 1) { /* valid settings that differ: the ranks would transpose differently */
         CHECK_P3(Cp3dfft_set_transpose(rank == 0 ? "offload" : "blocking"));
         CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "mode differs");
@@ -413,6 +586,7 @@ int main(int argc, char **argv)
     }
 
     check_errors();
+    check_setup_again();
 
     grids[ngrid][0] = 1, grids[ngrid++][1] = nproc;
     if (nproc > 1)
@@ -443,6 +617,8 @@ int main(int argc, char **argv)
                                  sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
                                  grids[gi][1], modes[mi], slabs, nv);
                         check_transforms(&g, nv, refs[ZF], ZF);
+                        if (nv != 2)
+                            check_in_place(&g, nv, refs[ZF]);
                     }
                     for (z = ZC; z < NZOPS; z++) {
                         snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d op ff%c",
@@ -455,6 +631,8 @@ int main(int argc, char **argv)
                     /* a mode switched after set-up: what the new mode needs is made */
                     const char *next = modes[(mi + 1) % 3];
                     check_sine(&g);
+                    if (mi == 0)
+                        check_errhandler(&g, refs[ZF]);
                     snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s then %s", sizes[si][0],
                              sizes[si][1], sizes[si][2], grids[gi][0], grids[gi][1], modes[mi],
                              next);
