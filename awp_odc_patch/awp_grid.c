@@ -1,5 +1,6 @@
 #include "awp_grid.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "awp_error.h"
@@ -41,10 +42,26 @@ int awp_dims_auto(int size, const int ng[3], int dims[3])
     return 0;
 }
 
+/* Whether size_t can count the bytes of an array of a block of n cells with
+ * its ghosts: a product that wraps would allocate a small array and index
+ * far past it. */
+static int array_fits(const int n[3])
+{
+    size_t bytes = sizeof(float);
+    int d;
+    for (d = 0; d < 3; d++) {
+        size_t cells = (size_t)n[d] + 2 * AWP_GHOST;
+        if (bytes > SIZE_MAX / cells)
+            return 0;
+        bytes *= cells;
+    }
+    return 1;
+}
+
 int awp_dims_check(const int ng[3], const int dims[3], int size)
 {
     long long ranks = 1; /* an int product could wrap to size */
-    int d;
+    int n[3], d;
     for (d = 0; d < 3; d++) {
         if (dims[d] < 1 || dims[d] > size)
             return awp_fail("proc: %c has %d ranks; 1..%d allowed", axis_name[d], dims[d], size);
@@ -61,7 +78,13 @@ int awp_dims_check(const int ng[3], const int dims[3], int size)
         if (ng[d] / dims[d] < AWP_GHOST)
             return awp_fail("proc: n%c = %d over %d ranks leaves %d cells per rank; at least %d "
                             "needed", axis_name[d], ng[d], dims[d], ng[d] / dims[d], AWP_GHOST);
+        n[d] = ng[d] / dims[d];
     }
+    if (!array_fits(n))
+        return awp_fail("grid: %dx%dx%d cells over %dx%dx%d ranks: a block of %dx%dx%d cells "
+                        "and its ghosts has more bytes per array than size_t counts; use fewer "
+                        "cells or more ranks", ng[0], ng[1], ng[2], dims[0], dims[1], dims[2],
+                        n[0], n[1], n[2]);
     return 0;
 }
 
@@ -83,9 +106,9 @@ int awp_grid_init(awp_grid_t *g, MPI_Comm comm, const int ng[3], const int dims[
         g->n[d] = ng[d] / dims[d];
         g->off[d] = g->coords[d] * g->n[d];
     }
-    g->sj = (size_t)(g->n[2] + 2 * AWP_GHOST);
-    g->si = g->sj * (size_t)(g->n[1] + 2 * AWP_GHOST);
-    g->len = g->si * (size_t)(g->n[0] + 2 * AWP_GHOST);
+    g->sj = (size_t)g->n[2] + 2 * AWP_GHOST;
+    g->si = g->sj * ((size_t)g->n[1] + 2 * AWP_GHOST);
+    g->len = g->si * ((size_t)g->n[0] + 2 * AWP_GHOST);
     return 0;
 }
 

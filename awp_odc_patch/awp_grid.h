@@ -40,7 +40,9 @@ typedef struct {
 int awp_dims_auto(int size, const int ng[3], int dims[3]);
 
 /* 0 if dims is a process grid of size ranks that divides ng evenly into at
- * least AWP_GHOST cells per rank along each axis; else -1, naming the axis. */
+ * least AWP_GHOST cells per rank along each axis, into blocks whose arrays
+ * (ghosts included) have a byte count size_t holds; else -1, naming the
+ * axis or the grid. */
 int awp_dims_check(const int ng[3], const int dims[3], int size);
 
 /* Sets up the decomposition of ng cells over comm on a dims process grid

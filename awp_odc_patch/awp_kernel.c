@@ -1,5 +1,7 @@
 #include "awp_kernel.h"
 
+#include <math.h>
+
 /* 4th-order staggered difference coefficients (distance 1/2 and 3/2). */
 #define C1 (9.0f / 8.0f)
 #define C2 (-1.0f / 24.0f)
@@ -120,6 +122,14 @@ void awp_stress_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
         break;
     }
     }
+}
+
+double awp_courant_limit(void)
+{
+    /* von Neumann for leapfrog: vp dt |D| / 2 < 1, with |D| the largest
+     * symbol of the differences: 2 (|c1| + |c2|) / h per axis at the Nyquist
+     * wavenumber, the three axes in quadrature along the diagonal */
+    return 1.0 / (sqrt(3.0) * (fabs(C1) + fabs(C2)));
 }
 
 int awp_sgroup_fields(awp_sgroup_t s, awp_field_t f[3])

@@ -38,6 +38,12 @@ void awp_velocity_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
 void awp_stress_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
                     const awp_sponge_t *sp, awp_sgroup_t s, const awp_box_t *b);
 
+/* The largest Courant number vp dt / h of a stable run, from the
+ * coefficients: 1 / (sqrt(3) (|c1| + |c2|)) = 6 / (7 sqrt(3)) ~ 0.4949 for
+ * c1 = 9/8, c2 = -1/24 (the 3D von Neumann limit of the scheme; DESIGN.md
+ * rounds it to 0.5). A run above it blows up. */
+double awp_courant_limit(void);
+
 /* The fields of a stress group (1 or 3) into f; returns how many. */
 int awp_sgroup_fields(awp_sgroup_t s, awp_field_t f[3]);
 

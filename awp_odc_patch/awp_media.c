@@ -7,41 +7,39 @@
 #include <string.h>
 
 #include "awp_error.h"
+#include "awp_text.h"
 
 int awp_media_load_layers(awp_media_t *m, const char *path)
 {
     char line[512];
-    int lineno = 0;
+    int lineno = 0, rc;
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return awp_fail("cannot read layers file %s: %s", path, strerror(errno));
     m->nlayers = 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        awp_layer_t l;
-        char extra;
-        char *hash = strchr(line, '#');
-        lineno++;
-        if (hash != NULL)
-            *hash = '\0';
-        if (strspn(line, " \t\r\n") == strlen(line))
+    while ((rc = awp_read_line(f, line, sizeof(line), path, &lineno)) == 1) {
+        double x[4];
+        line[strcspn(line, "#\r\n")] = '\0';
+        if (strspn(line, " \t") == strlen(line))
             continue;
-        if (sscanf(line, "%lf %lf %lf %lf %c", &l.top, &l.vp, &l.vs, &l.rho, &extra) != 4) {
-            fclose(f);
-            return awp_fail("%s:%d: expected 'top_depth vp vs rho'", path, lineno);
+        if (awp_parse_doubles(line, x, 4) != 0) {
+            rc = awp_fail("%s:%d: expected 'top_depth vp vs rho', got '%s'", path, lineno, line);
+            break;
         }
         if (m->nlayers == AWP_MAX_LAYERS) {
-            fclose(f);
-            return awp_fail("%s: more than %d layers", path, AWP_MAX_LAYERS);
+            rc = awp_fail("%s: more than %d layers", path, AWP_MAX_LAYERS);
+            break;
         }
-        if ((m->nlayers == 0 && l.top != 0) ||
-            (m->nlayers > 0 && !(l.top > m->layer[m->nlayers - 1].top))) {
-            fclose(f);
-            return awp_fail("%s:%d: layer tops must start at 0 and increase", path,
-                            lineno);
+        if ((m->nlayers == 0 && x[0] != 0) ||
+            (m->nlayers > 0 && !(x[0] > m->layer[m->nlayers - 1].top))) {
+            rc = awp_fail("%s:%d: layer tops must start at 0 and increase", path, lineno);
+            break;
         }
-        m->layer[m->nlayers++] = l;
+        m->layer[m->nlayers++] = (awp_layer_t){x[0], x[1], x[2], x[3]};
     }
     fclose(f);
+    if (rc != 0)
+        return -1;
     if (m->nlayers == 0)
         return awp_fail("%s holds no layer", path);
     return 0;
@@ -52,8 +50,6 @@ int awp_media_check(const awp_media_t *m)
     int i;
     for (i = 0; i < m->nlayers; i++) {
         const awp_layer_t *l = &m->layer[i];
-        if (!isfinite(l->top) || !isfinite(l->vp) || !isfinite(l->vs) || !isfinite(l->rho))
-            return awp_fail("layer %d: top, vp, vs and rho must be finite numbers", i + 1);
         if (!(l->vs > 0) || !(l->rho > 0) || !(l->vp > 0))
             return awp_fail("layer %d: vp, vs and rho must be positive", i + 1);
         if (!(l->vp * l->vp > 2 * l->vs * l->vs))

@@ -25,7 +25,8 @@ typedef struct {
  * '#' comments, tops increasing from 0. Messages name the file and line. */
 int awp_media_load_layers(awp_media_t *m, const char *path);
 
-/* Checks the values: vp > sqrt(2) vs > 0 (so that lambda > 0) and rho > 0. */
+/* Checks the values: vp > sqrt(2) vs > 0 (so that lambda > 0) and rho > 0.
+ * They are finite: awp_parse_doubles, which read them, takes no other. */
 int awp_media_check(const awp_media_t *m);
 
 /* The layer holding depth z (m). */

@@ -43,13 +43,12 @@ int awp_write_seismograms(const awp_scenario_t *sc, const float *traces, int ste
     snprintf(path, len, "%s/%s_seismograms.csv", sc->output, sc->name);
     if ((f = fopen(path, "w")) == NULL)
         return awp_fail("output: cannot write %s: %s", path, strerror(errno));
-    /* velocities are sampled midway through the step, at (n + 1/2) dt */
     fprintf(f, "step,time_s");
     for (r = 0; r < sc->nrec; r++)
         fprintf(f, ",r%d_vx,r%d_vy,r%d_vz", r + 1, r + 1, r + 1);
     fprintf(f, "\n");
     for (n = 0; n < steps; n++) {
-        fprintf(f, "%d,%.9g", n + 1, (n + 0.5) * sc->dt);
+        fprintf(f, "%d,%.9g", n + 1, awp_field_time(sc, AWP_U1, n + 1));
         for (r = 0; r < sc->nrec; r++) {
             const float *v = traces + (size_t)r * stride + (size_t)n * 3;
             fprintf(f, ",%.9g,%.9g,%.9g", v[0], v[1], v[2]);
@@ -85,6 +84,13 @@ int awp_write_slice(const awp_scenario_t *sc, int step, const float *v, int rows
         for (c = 0; c < cols; c++)
             fprintf(f, "%.7g%c", v[(size_t)r * (size_t)cols + (size_t)c], c + 1 < cols ? ' ' : '\n');
     return fclose(f) == 0 ? 0 : awp_fail("output: writing %s failed", path);
+}
+
+void awp_slice_title(const awp_scenario_t *sc, int step, char *title, size_t len)
+{
+    snprintf(title, len, "%s: %s on %c = %d, step %d (t = %.3f s)", sc->name,
+             awp_field_name(sc->snap_field), "xyz"[sc->snap_axis], sc->snap_index, step,
+             awp_field_time(sc, sc->snap_field, step));
 }
 
 /* The script next to the binary (build tree), else in the installed folder. */

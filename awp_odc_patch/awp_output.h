@@ -12,9 +12,9 @@
 /* Creates folder path and its parents as needed. */
 int awp_mkdir_p(const char *path);
 
-/* <output>/<name>_seismograms.csv: step, time, then vx, vy, vz of each
- * receiver; traces is [receiver][step][3] of sc->steps steps, steps of them
- * done. The path written goes to path. */
+/* <output>/<name>_seismograms.csv: step, time (the velocities', (step - 1/2)
+ * dt), then vx, vy, vz of each receiver; traces is [receiver][step][3] of
+ * sc->steps steps, steps of them done. The path written goes to path. */
 int awp_write_seismograms(const awp_scenario_t *sc, const float *traces, int steps, char *path,
                           size_t len);
 
@@ -25,6 +25,10 @@ awp_box_t awp_slice_box(const awp_scenario_t *sc, int *rows, int *cols);
 /* Writes a slice as rows of blank-separated values; path gets its name. */
 int awp_write_slice(const awp_scenario_t *sc, int step, const float *v, int rows, int cols,
                     char *path, size_t len);
+
+/* The title of the slice of step: the scenario, field, plane, step and the
+ * time the field holds (half a step earlier for the velocities). */
+void awp_slice_title(const awp_scenario_t *sc, int step, char *title, size_t len);
 
 /* Runs gnuplot -c <script> args... without a shell (script: a file name,
  * looked for next to the binary, then in the installed folder). Returns 0

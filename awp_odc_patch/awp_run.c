@@ -132,9 +132,7 @@ static void plot_snapshots(const awp_scenario_t *sc, const snapshots_t *snaps)
         const char *args[6] = {snaps->dat[i], png, title, h, axes[a == 0 ? 1 : 0],
                                axes[a == 2 ? 1 : 2]};
         snprintf(png, sizeof(png), "%.*s.png", (int)(strlen(snaps->dat[i]) - 4), snaps->dat[i]);
-        snprintf(title, sizeof(title), "%s: %s on %s = %d, step %d (t = %.3f s)", sc->name,
-                 awp_field_name(sc->snap_field), axes[a], sc->snap_index, snaps->step[i],
-                 snaps->step[i] * sc->dt);
+        awp_slice_title(sc, snaps->step[i], title, sizeof(title));
         snprintf(h, sizeof(h), "%g", sc->h);
         if (awp_plot(PROG, "plot_awp_snapshot.gp", args, 6) == 0)
             printf("snapshot: %s\n", png);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "awp_error.h"
+#include "awp_kernel.h"
+#include "awp_text.h"
 
 static const char *const mode_names[AWP_MODE_COUNT] = {
     [AWP_MODE_TWO_SIDED] = "two-sided",
@@ -32,30 +34,11 @@ const char *awp_field_name(awp_field_t f)
 /* ---- value parsers: each fails with a message about the value alone; the
  * loader prefixes where it was and the key. ---------------------------------- */
 
-/* Exactly n numbers, separated by blanks. */
-static int parse_doubles(const char *v, double *out, int n)
-{
-    const char *p = v;
-    int i;
-    for (i = 0; i < n; i++) {
-        char *end;
-        errno = 0;
-        out[i] = strtod(p, &end);
-        /* "20.0.92" is not two numbers */
-        if (end == p || errno != 0 || !isfinite(out[i]) || (*end != '\0' && !strchr(" \t", *end)))
-            return awp_fail("expected %d number%s, got '%s'", n, n > 1 ? "s" : "", v);
-        p = end;
-    }
-    if (strspn(p, " \t") != strlen(p))
-        return awp_fail("expected %d number%s, got '%s'", n, n > 1 ? "s" : "", v);
-    return 0;
-}
-
 static int parse_ints(const char *v, int *out, int n)
 {
     double d[AWP_MAX_SNAPSHOTS];
     int i;
-    if (parse_doubles(v, d, n) != 0)
+    if (awp_parse_doubles(v, d, n) != 0)
         return awp_fail("expected %d integer%s, got '%s'", n, n > 1 ? "s" : "", v);
     for (i = 0; i < n; i++) {
         if (d[i] != floor(d[i]) || fabs(d[i]) > INT_MAX)
@@ -63,6 +46,13 @@ static int parse_ints(const char *v, int *out, int n)
         out[i] = (int)d[i];
     }
     return 0;
+}
+
+/* Whether the first word of v is word: "homogeneous3000" is not "homogeneous". */
+static int first_word_is(const char *v, const char *word)
+{
+    size_t len = strcspn(v, " \t");
+    return len == strlen(word) && strncmp(v, word, len) == 0;
 }
 
 static int count_words(const char *v)
@@ -78,7 +68,7 @@ static int count_words(const char *v)
 
 static int parse_positive(const char *v, double *out)
 {
-    if (parse_doubles(v, out, 1) != 0)
+    if (awp_parse_doubles(v, out, 1) != 0)
         return -1;
     if (!(*out > 0))
         return awp_fail("must be positive, not %g", *out);
@@ -132,13 +122,13 @@ static int key_steps(ctx_t *c, const char *v)
 static int key_media(ctx_t *c, const char *v)
 {
     awp_media_t *m = &c->sc->media;
-    if (strncmp(v, "homogeneous", 11) == 0) {
+    if (first_word_is(v, "homogeneous")) {
         double x[3];
-        if (parse_doubles(v + 11, x, 3) != 0)
+        if (awp_parse_doubles(v + 11, x, 3) != 0)
             return awp_fail("expected 'homogeneous vp vs rho', got '%s'", v);
         m->nlayers = 1;
         m->layer[0] = (awp_layer_t){0, x[0], x[1], x[2]};
-    } else if (strncmp(v, "layers", 6) == 0 && count_words(v) == 2) {
+    } else if (first_word_is(v, "layers") && count_words(v) == 2) {
         char path[AWP_PATH_MAX * 2];
         const char *file = v + 6 + strspn(v + 6, " \t");
         if (file[0] == '/')
@@ -163,7 +153,7 @@ static int key_freesurface(ctx_t *c, const char *v)
 static int key_sponge(ctx_t *c, const char *v)
 {
     double x[2];
-    if (parse_doubles(v, x, 2) != 0 || x[0] != floor(x[0]) || x[0] < 0 || x[0] > 1e6)
+    if (awp_parse_doubles(v, x, 2) != 0 || x[0] != floor(x[0]) || x[0] < 0 || x[0] > 1e6)
         return awp_fail("expected 'nd arbc' (nd cells >= 0), got '%s'", v);
     if (!(x[1] > 0 && x[1] < 1))
         return awp_fail("arbc must lie in (0, 1), not %g", x[1]);
@@ -181,7 +171,7 @@ static int key_source(ctx_t *c, const char *v)
 
 static int key_moment(ctx_t *c, const char *v)
 {
-    return parse_doubles(v, c->sc->source.moment, 6) != 0
+    return awp_parse_doubles(v, c->sc->source.moment, 6) != 0
                ? awp_fail("expected 'mxx myy mzz mxy mxz myz', got '%s'", v)
                : 0;
 }
@@ -194,11 +184,11 @@ static int key_stf(ctx_t *c, const char *v)
     } kinds[] = {{"gaussian_derivative", AWP_STF_GAUSSIAN_DERIVATIVE},
                  {"gaussian", AWP_STF_GAUSSIAN},
                  {"brune", AWP_STF_BRUNE}};
-    size_t i, len = strcspn(v, " \t");
+    size_t i;
     for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (strlen(kinds[i].name) == len && strncmp(v, kinds[i].name, len) == 0) {
+        if (first_word_is(v, kinds[i].name)) {
             c->sc->source.kind = kinds[i].kind;
-            return parse_positive(v + len, &c->sc->source.param);
+            return parse_positive(v + strlen(kinds[i].name), &c->sc->source.param);
         }
     return awp_fail("expected 'gaussian F0', 'gaussian_derivative F0' or 'brune RISE_TIME', "
                     "got '%s'", v);
@@ -267,7 +257,9 @@ static int key_snapshots(ctx_t *c, const char *v)
 static int key_snapshot_plane(ctx_t *c, const char *v)
 {
     const char *axes = "xyz", *a = strchr(axes, v[0]);
-    if (v[0] == '\0' || a == NULL || parse_ints(v + 1, &c->sc->snap_index, 1) != 0)
+    /* the axis is a word of its own: "y6" is no plane */
+    if (v[0] == '\0' || a == NULL || strcspn(v, " \t") != 1 ||
+        parse_ints(v + 1, &c->sc->snap_index, 1) != 0)
         return awp_fail("expected 'x|y|z index', got '%s'", v);
     c->sc->snap_axis = (int)(a - axes);
     return 0;
@@ -383,7 +375,7 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
                       char *const *overrides)
 {
     char line[4096], dir[AWP_PATH_MAX], where[AWP_PATH_MAX + 32];
-    int seen[NKEYS] = {0}, overridden[NKEYS] = {0}, lineno = 0, i, rc = 0;
+    int seen[NKEYS] = {0}, overridden[NKEYS] = {0}, lineno = 0, i, rc;
     const char *slash = strrchr(path, '/'), *base = slash != NULL ? slash + 1 : path;
     ctx_t c = {sc, dir};
     FILE *f;
@@ -395,9 +387,8 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
              slash != NULL ? path : ".");
     if ((f = fopen(path, "r")) == NULL)
         return awp_fail("scenario: cannot read %s: %s", path, strerror(errno));
-    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+    while ((rc = awp_read_line(f, line, sizeof(line), path, &lineno)) == 1) {
         char *hash = strchr(line, '#'), *eq;
-        lineno++;
         if (hash != NULL)
             *hash = '\0';
         if (*trim(line) == '\0')
@@ -409,6 +400,8 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
             *eq = '\0';
             rc = apply(&c, line, eq + 1, where, seen);
         }
+        if (rc != 0)
+            break;
     }
     fclose(f);
     /* Overrides replace what the file says, so each key may come once more;
@@ -416,8 +409,9 @@ int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
     for (i = 0; i < noverrides && rc == 0; i++) {
         char buf[4096], *eq;
         int k;
-        snprintf(buf, sizeof(buf), "%s", overrides[i]);
         snprintf(where, sizeof(where), "override '%s'", overrides[i]);
+        if (snprintf(buf, sizeof(buf), "%s", overrides[i]) >= (int)sizeof(buf))
+            return awp_fail("%.60s...': longer than %zu characters", where, sizeof(buf) - 1);
         if ((eq = strchr(buf, '=')) == NULL)
             return awp_fail("%s: expected key=value", where);
         *eq = '\0';
@@ -445,19 +439,48 @@ static int inside(const awp_scenario_t *sc, const int c[3])
     return 1;
 }
 
+/* x rounded down to digits significant digits, so that a bound printed
+ * with them is itself within the bound. */
+static double round_down(double x, int digits)
+{
+    double scale = pow(10, digits - 1 - floor(log10(x)));
+    return floor(x * scale) / scale;
+}
+
+/* Against the scheme's exact limit, not DESIGN.md's rounded 0.5: a run at
+ * 0.497 turns to NaN within a few hundred steps. */
+static int check_stability(const awp_scenario_t *sc)
+{
+    const double vp = awp_media_vp_max(&sc->media), courant = vp * sc->dt / sc->h;
+    const double limit = awp_courant_limit();
+    if (courant < limit)
+        return 0;
+    return awp_fail("unstable: vp_max * dt / h = %g * %g / %g = %.4f (the Courant number) must "
+                    "be below %.4f = 1 / (sqrt(3) (|c1| + |c2|)), the limit of the 4th-order "
+                    "staggered scheme in 3D; dt must be below %.5g",
+                    vp, sc->dt, sc->h, courant, limit, round_down(limit * sc->h / vp, 5));
+}
+
+/* The free surface sets xz = yz = 0 on the surface after each stress update,
+ * the source's included: at k = 0 mxz and myz would be lost without a word. */
+static int check_source(const awp_scenario_t *sc)
+{
+    const awp_source_t *src = &sc->source;
+    if (!inside(sc, src->pos))
+        return awp_fail("source: cell %d %d %d lies outside the grid %dx%dx%d", src->pos[0],
+                        src->pos[1], src->pos[2], sc->ng[0], sc->ng[1], sc->ng[2]);
+    if (sc->freesurface && src->pos[2] == 0 && (src->moment[4] != 0 || src->moment[5] != 0))
+        return awp_fail("source: at k = 0 under the free surface, mxz = %g and myz = %g would "
+                        "be lost (the surface holds xz = yz = 0); put the source at k >= 1",
+                        src->moment[4], src->moment[5]);
+    return 0;
+}
+
 int awp_scenario_check(awp_scenario_t *sc, int nranks)
 {
-    double courant = awp_media_vp_max(&sc->media) * sc->dt / sc->h;
     int i;
-    if (!(courant < 0.5))
-        return awp_fail("unstable: vp_max * dt / h = %g * %g / %g = %.4g, must be below 0.5 "
-                        "(4th-order staggered stencil); reduce dt below %g",
-                        awp_media_vp_max(&sc->media), sc->dt, sc->h, courant,
-                        0.5 * sc->h / awp_media_vp_max(&sc->media));
-    if (!inside(sc, sc->source.pos))
-        return awp_fail("source: cell %d %d %d lies outside the grid %dx%dx%d",
-                        sc->source.pos[0], sc->source.pos[1], sc->source.pos[2], sc->ng[0],
-                        sc->ng[1], sc->ng[2]);
+    if (check_stability(sc) != 0 || check_source(sc) != 0)
+        return -1;
     for (i = 0; i < sc->nrec; i++)
         if (!inside(sc, sc->rec[i]))
             return awp_fail("receivers: receiver %d at cell %d %d %d lies outside the grid "
@@ -484,7 +507,14 @@ int awp_scenario_check(awp_scenario_t *sc, int nranks)
                             sides == 2 ? "both sides" : "the bottom", sc->ng[i], "xyz"[i],
                             (sc->ng[i] - 1) / sides);
     }
-    if (sc->proc[0] == 0)
-        return awp_dims_auto(nranks, sc->ng, sc->proc);
+    /* the automatic grid too must pass the check of the block's size */
+    if (sc->proc[0] == 0 && awp_dims_auto(nranks, sc->ng, sc->proc) != 0)
+        return -1;
     return awp_dims_check(sc->ng, sc->proc, nranks);
+}
+
+double awp_field_time(const awp_scenario_t *sc, awp_field_t f, int step)
+{
+    /* leapfrog: the velocities of a step come half a step before its stresses */
+    return (f <= AWP_W1 ? step - 0.5 : step) * sc->dt;
 }

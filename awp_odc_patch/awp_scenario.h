@@ -63,8 +63,15 @@ void awp_scenario_defaults(awp_scenario_t *sc, const char *name);
 int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
                       char *const *overrides);
 
-/* Validates sc for a run on nranks ranks and resolves proc = auto. */
+/* Validates sc for a run on nranks ranks and resolves proc = auto:
+ * stability, the source and receivers inside the grid (and a source at
+ * k = 0 under a free surface without mxz, myz), the sponge, and the process
+ * grid (which must leave blocks whose arrays size_t can count). */
 int awp_scenario_check(awp_scenario_t *sc, int nranks);
+
+/* The time of field f after step steps: step dt for the stresses, (step -
+ * 1/2) dt for the velocities (leapfrog; the seismograms' times). */
+double awp_field_time(const awp_scenario_t *sc, awp_field_t f, int step);
 
 const char *awp_mode_name(awp_mode_t mode);
 const char *awp_field_name(awp_field_t f);

@@ -1,5 +1,6 @@
 #include "awp_sim.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,14 +150,35 @@ static void velocity_shell(awp_sim_t *s, awp_field_t c)
         awp_fs_image_velocity(&s->g, &s->w, c);
 }
 
+/* vx, vy, vz of receiver r at the current step. */
+static float *trace_now(const awp_sim_t *s, int r)
+{
+    return s->trace + ((size_t)r * (size_t)s->sc.steps + (size_t)s->step) * 3;
+}
+
 static void record(awp_sim_t *s)
 {
     int r, c, lc[3];
     for (r = 0; r < s->sc.nrec; r++)
         if (awp_grid_owns(&s->g, s->sc.rec[r], lc))
             for (c = 0; c < 3; c++)
-                s->trace[((size_t)r * (size_t)s->sc.steps + (size_t)s->step) * 3 + (size_t)c] =
-                    s->w.f[AWP_U1 + c][awp_at(&s->g, lc[0], lc[1], lc[2])];
+                trace_now(s, r)[c] = s->w.f[AWP_U1 + c][awp_at(&s->g, lc[0], lc[1], lc[2])];
+}
+
+/* A run that blows up (beyond float range: a huge m0, say) fills the
+ * receivers with inf and NaN; it stops here rather than write them out as a
+ * result. The traces of the receivers other ranks hold stay 0. */
+static int check_receivers(const awp_sim_t *s)
+{
+    int r, c;
+    for (r = 0; r < s->sc.nrec; r++)
+        for (c = 0; c < 3; c++)
+            if (!isfinite(trace_now(s, r)[c]))
+                return awp_fail("receiver %d at cell %d %d %d: v%c = %g at t = %g s: the "
+                                "wavefield is no longer finite", r + 1, s->sc.rec[r][0],
+                                s->sc.rec[r][1], s->sc.rec[r][2], "xyz"[c], trace_now(s, r)[c],
+                                awp_field_time(&s->sc, AWP_U1, s->step + 1));
+    return 0;
 }
 
 /* The original order: update everything, then exchange everything. */
@@ -236,6 +258,8 @@ int awp_sim_step(awp_sim_t *s)
     if (s->step >= s->sc.steps)
         return awp_fail("awp_sim_step: all %d steps of the scenario are done", s->sc.steps);
     rc = s->x->overlapped ? step_overlapped(s) : step_bulk(s);
+    if (rc == 0)
+        rc = check_receivers(s);
     s->step++;
     s->t_step += MPI_Wtime() - t;
     return rc;

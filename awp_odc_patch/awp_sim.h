@@ -35,7 +35,8 @@ int awp_agree(MPI_Comm comm, int rc);
 int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm);
 
 /* Advances one time step: velocities, their exchange, stresses with the
- * source, theirs; records the receivers. */
+ * source, theirs; records the receivers. Fails on the rank that holds a
+ * receiver whose velocity is no longer finite (the run has blown up). */
 int awp_sim_step(awp_sim_t *s);
 
 /* Completes the exchanges still in flight (the offload mode leaves the

@@ -1,7 +1,7 @@
 /*
  * Scenario files the parser and the check must refuse, each with a message
- * naming the problem; and a good one they must accept. No MPI: the parser
- * and the check are local.
+ * naming the problem; and good ones they must accept. Then the snapshot
+ * titles' times. No MPI: the parser and the check are local.
  *
  *   test_awp_scenario FOLDER   (a writable folder for the files)
  */
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "awp_error.h"
+#include "awp_output.h"
 #include "awp_scenario.h"
 
 /* A valid scenario; each case replaces or removes one of its lines. */
@@ -20,6 +21,10 @@ static const char *const good[] = {
     "proc = auto", "sponge = 8 0.92",
 };
 #define NGOOD ((int)(sizeof(good) / sizeof(good[0])))
+
+/* Longer than the parsers' lines (4096 bytes, 512 in a layers file),
+ * filled in by fill_long_texts. */
+static char long_line[5000], long_override[4200], long_layers[700];
 
 typedef struct {
     const char *what;
@@ -59,7 +64,7 @@ static const case_t cases[] = {
     {"negative vp", "media = homogeneous -30000 1700 2400", 4, 1,
      "vp, vs and rho must be positive", {NULL}},
     {"infinite layer value", "media = layers bad_layers.txt", 4, 1,
-     "must be finite numbers", {NULL}},
+     "bad_layers.txt:2: expected 'top_depth vp vs rho', got '500 3000 1700 1e999'", {NULL}},
     {"empty name", "name =", 9, 1, "name: a word of at most", {NULL}},
     {"numbers run together", "moment = 1 1 1 0 0.5.5", 6, 1, "moment: expected", {NULL}},
     /* 3 * 715827883 * 2 wraps to 2 in an int */
@@ -81,6 +86,43 @@ static const case_t cases[] = {
     {"sponge as deep as the grid", "grid = 64 64 24", 0, 1,
      "sponge: 24 cells on the bottom leave no undamped cell in the 24 along z; at most 23",
      {"sponge=24 0.92"}},
+    /* the exact limit is 6 / (7 sqrt(3)) = 0.49487: 0.497 blows up */
+    {"just above the exact stability limit", "dt = 0.01657", 2, 1,
+     "= 0.4971 (the Courant number) must be below 0.4949 = 1 / (sqrt(3) (|c1| + |c2|)), the "
+     "limit of the 4th-order staggered scheme in 3D; dt must be below 0.016495", {NULL}},
+    {"just below the exact stability limit", "dt = 0.016495", 2, 1, NULL, {NULL}},
+    /* 4194304^3 * 4 bytes wraps to 0 in a 64-bit size_t */
+    {"arrays beyond size_t", "grid = 4194300 4194300 4194300", 0, 1,
+     "grid: 4194300x4194300x4194300 cells over 1x1x1 ranks: a block of "
+     "4194300x4194300x4194300 cells and its ghosts has more bytes per array than size_t counts",
+     {NULL}},
+    {"mxz at k = 0 under the free surface", "moment = 1 1 1 0 0.5 0", 6, 1,
+     "source: at k = 0 under the free surface, mxz = 0.5 and myz = 0 would be lost (the surface "
+     "holds xz = yz = 0); put the source at k >= 1", {"source=12 12 0"}},
+    {"k = 0 under the free surface without mxz, myz", "grid = 24 24 24", 0, 1, NULL,
+     {"source=12 12 0"}},
+    {"mxz at k = 0 without a free surface", "moment = 1 1 1 0 0.5 0", 6, 1, NULL,
+     {"source=12 12 0", "freesurface=0"}},
+    {"line longer than the buffer", long_line, 9, 1,
+     "awp_case.txt:11: line longer than 4095 characters", {NULL}},
+    {"override longer than the buffer", "grid = 24 24 24", 0, 1,
+     "...': longer than 4095 characters", {long_override}},
+    {"hexadecimal count", "grid = 0xc 24 24", 0, 1, "grid: expected 'nx ny nz', got '0xc 24 24'",
+     {NULL}},
+    {"hexadecimal float", "h = 0x1.9p6", 1, 1, "h: expected 1 number, got '0x1.9p6'", {NULL}},
+    {"infinity", "m0 = infinity", 9, 1, "m0: expected 1 number, got 'infinity'", {NULL}},
+    {"not a number", "dt = nan", 2, 1, "dt: expected 1 number, got 'nan'", {NULL}},
+    {"no blank after homogeneous", "media = homogeneous3000 1700 2400", 4, 1,
+     "media: expected 'homogeneous vp vs rho' or 'layers FILE', got 'homogeneous3000", {NULL}},
+    {"no blank after layers", "media = layerslayers.txt x", 4, 1,
+     "media: expected 'homogeneous vp vs rho' or 'layers FILE', got 'layerslayers.txt x'",
+     {NULL}},
+    {"no blank after the plane's axis", "grid = 24 24 24", 0, 1,
+     "snapshot_plane: expected 'x|y|z index', got 'y6'", {"snapshot_plane=y6"}},
+    {"hexadecimal in a layers file", "media = layers hex_layers.txt", 4, 1,
+     "hex_layers.txt:2: expected 'top_depth vp vs rho', got '0x1f4 3000 1700 2400'", {NULL}},
+    {"line longer than the layers file's buffer", "media = layers long_layers.txt", 4, 1,
+     "long_layers.txt:1: line longer than 511 characters", {NULL}},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -111,20 +153,82 @@ static int write_file(const char *path, const char *text)
     return 0;
 }
 
+/* Writes the layers files of the cases into folder, or removes them. */
+static int layers_files(const char *folder, int remove_them)
+{
+    static const char *const files[][2] = {
+        {"layers.txt", "0 2000 1000 2200\n500 3000 1700 2400\n"},
+        {"bad_layers.txt", "0 2000 1000 2200\n500 3000 1700 1e999\n"},
+        {"hex_layers.txt", "0 2000 1000 2200\n0x1f4 3000 1700 2400\n"},
+        {"long_layers.txt", long_layers},
+    };
+    size_t i;
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", folder, files[i][0]);
+        if (remove_them)
+            remove(path);
+        else if (write_file(path, files[i][1]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Lines with a comment that runs on past the buffer (its tail, read as a
+ * line of its own, would fail with another message), and a list of
+ * receivers that a cut would silently shorten to its first. */
+static void fill_long_texts(void)
+{
+    size_t n = (size_t)snprintf(long_line, sizeof(long_line), "proc = auto # ");
+    memset(long_line + n, 'x', sizeof(long_line) - n - 1);
+    n = (size_t)snprintf(long_layers, sizeof(long_layers), "0 2000 1000 2200 # ");
+    memset(long_layers + n, 'x', sizeof(long_layers) - n - 2);
+    long_layers[sizeof(long_layers) - 2] = '\n';
+    n = (size_t)snprintf(long_override, sizeof(long_override), "receivers=1 2 3");
+    memset(long_override + n, ' ', sizeof(long_override) - n - 1);
+    strcpy(long_override + sizeof(long_override) - 12, "; 20 20 20");
+}
+
+/* The snapshot titles give the time the field holds: the velocities of a
+ * step half a step before its stresses (leapfrog). */
+static int check_titles(void)
+{
+    static const struct {
+        awp_field_t field;
+        const char *time;
+    } want[] = {{AWP_W1, "step 10 (t = 0.095 s)"}, {AWP_XX, "step 10 (t = 0.100 s)"}};
+    static awp_scenario_t sc;
+    char title[256];
+    int i, failed = 0;
+    awp_scenario_defaults(&sc, "titles");
+    sc.dt = 0.01;
+    sc.snap_axis = 1;
+    for (i = 0; i < 2; i++) {
+        sc.snap_field = want[i].field;
+        awp_slice_title(&sc, 10, title, sizeof(title));
+        if (strstr(title, want[i].time) == NULL) {
+            printf("FAIL snapshot title of %s: '%s', expected \"%s\"\n",
+                   awp_field_name(want[i].field), title, want[i].time);
+            failed++;
+        } else
+            printf("ok   snapshot title of %s: %s\n", awp_field_name(want[i].field), title);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
-    char path[4096], layers[4096], bad_layers[4096];
-    int i, failed = 0;
+    char path[4096];
+    int i, failed;
     if (argc != 2) {
         fprintf(stderr, "usage: test_awp_scenario FOLDER\n");
         return 2;
     }
     snprintf(path, sizeof(path), "%s/awp_case.txt", argv[1]);
-    snprintf(layers, sizeof(layers), "%s/layers.txt", argv[1]);
-    snprintf(bad_layers, sizeof(bad_layers), "%s/bad_layers.txt", argv[1]);
-    if (write_file(layers, "0 2000 1000 2200\n500 3000 1700 2400\n") != 0 ||
-        write_file(bad_layers, "0 2000 1000 2200\n500 3000 1700 1e999\n") != 0)
+    fill_long_texts();
+    if (layers_files(argv[1], 0) != 0)
         return 1;
+    failed = check_titles();
     for (i = 0; i < NCASES; i++) {
         const case_t *c = &cases[i];
         static awp_scenario_t sc;
@@ -149,9 +253,8 @@ int main(int argc, char **argv)
             printf("ok   %s: %s\n", c->what, rc == 0 ? "accepted" : awp_last_error());
     }
     remove(path);
-    remove(layers);
-    remove(bad_layers);
-    printf("test_awp_scenario: %s (%d of %d cases failed)\n", failed ? "FAIL" : "PASS", failed,
-           NCASES);
+    layers_files(argv[1], 1);
+    printf("test_awp_scenario: %s (%d of %d cases and titles failed)\n", failed ? "FAIL" : "PASS",
+           failed, NCASES + 2);
     return failed ? 1 : 0;
 }

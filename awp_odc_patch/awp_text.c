@@ -1,0 +1,46 @@
+#include "awp_text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "awp_error.h"
+
+int awp_read_line(FILE *f, char *buf, int size, const char *path, int *lineno)
+{
+    int next;
+    if (fgets(buf, size, f) == NULL)
+        return 0;
+    ++*lineno;
+    /* a line of size - 1 characters fits without its newline */
+    if (strchr(buf, '\n') != NULL || (next = getc(f)) == EOF || next == '\n')
+        return 1;
+    return awp_fail("%s:%d: line longer than %d characters", path, *lineno, size - 1);
+}
+
+/* The number at the start of p (after blanks); NULL if it is none. */
+static const char *parse_number(const char *p, double *out)
+{
+    size_t len;
+    char *end;
+    p += strspn(p, " \t");
+    len = strcspn(p, " \t");
+    if (len == 0 || strspn(p, "+-.0123456789eE") < len)
+        return NULL;
+    errno = 0;
+    *out = strtod(p, &end);
+    /* "20.0.92" is not a number, nor two */
+    return end == p + len && errno == 0 && isfinite(*out) ? end : NULL;
+}
+
+int awp_parse_doubles(const char *v, double *out, int n)
+{
+    const char *p = v;
+    int i;
+    for (i = 0; i < n && p != NULL; i++)
+        p = parse_number(p, &out[i]);
+    if (p == NULL || strspn(p, " \t") != strlen(p))
+        return awp_fail("expected %d number%s, got '%s'", n, n > 1 ? "s" : "", v);
+    return 0;
+}

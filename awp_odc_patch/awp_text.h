@@ -1,0 +1,21 @@
+/*
+ * What the scenario and layers parsers share, so that both refuse the same
+ * things: lines read whole, and numbers in plain decimal notation.
+ */
+#ifndef AWP_TEXT_H
+#define AWP_TEXT_H
+
+#include <stdio.h>
+
+/* fgets for whole lines: reads the next line of f into buf and counts it in
+ * *lineno. Returns 1, 0 at the end of the file, or -1 ("PATH:LINE: line
+ * longer than N characters") for a line that does not fit: fgets would hand
+ * its tail back as the next line. */
+int awp_read_line(FILE *f, char *buf, int size, const char *path, int *lineno);
+
+/* Exactly n numbers in v, separated by blanks: digits with an optional sign,
+ * point and exponent ("-1.5e3"), finite. strtod alone would also take "0x1c",
+ * "inf" and "nan". */
+int awp_parse_doubles(const char *v, double *out, int n);
+
+#endif
