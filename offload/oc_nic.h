@@ -51,10 +51,16 @@ struct oc_nic_list {
     void (*done)(oc_nic_list_t *list); /* the trigger: called inside progress */
     size_t outstanding;                /* backend's count of unfinished tasks */
     oc_status_t status;                /* first error of the list, else OC_OK */
+    char detail[192];                  /* oc_last_error() of that error */
     oc_nic_t *nic;                     /* backend's: the instance it was posted to */
     int fired;                         /* backend's: the list's trigger has fired */
     int cancelled;                     /* backend's: cancel_list() was called */
 };
+
+/* Makes status (if an error, and the list's first) the list's status, with
+ * the calling thread's oc_last_error() as its detail: called right after the
+ * oc_error() that made status. */
+void oc_nic_list_fail(oc_nic_list_t *list, oc_status_t status);
 
 /* Control messages between progress engines (small, unordered, best effort). */
 typedef void (*oc_nic_am_cb_t)(void *arg, const void *data, size_t len);

@@ -138,6 +138,18 @@ static inline oc_task_t oc_task_wait(void *counter, size_t count)
  * (every backend does a list's copies when it is posted). */
 void oc_task_do_copies(const oc_task_t *tasks, size_t n);
 
+/* What a network task does to its peer, for messages: "send to" (rank). */
+static inline const char *oc_task_verb(oc_task_type_t type)
+{
+    switch (type) {
+    case OC_TASK_SEND: return "send to";
+    case OC_TASK_RECV: return "receive from";
+    case OC_TASK_PUT: return "put to";
+    case OC_TASK_NOTIFY: return "notification to";
+    default: return "flush to";
+    }
+}
+
 /* Payload bytes of a task (len * count * count2 for copies). */
 static inline size_t oc_task_bytes(const oc_task_t *t)
 {

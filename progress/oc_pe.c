@@ -109,6 +109,8 @@ static int take_waits(oc_pe_exec_t *x, const oc_task_t *tasks, size_t ntasks)
  * reported when the schedule ends. */
 static int fails(oc_pe_exec_t *x, oc_status_t st)
 {
+    if (st != OC_OK && x->detail[0] == '\0')
+        memcpy(x->detail, x->list.detail, sizeof(x->detail));
     if (st != OC_ERR_MISMATCH)
         return st != OC_OK;
     if (x->deferred == OC_OK)
@@ -203,6 +205,7 @@ static void run_start(oc_pe_t *pe, oc_pe_item_t *item)
     x->orphan = 0;
     x->waits_taken = 0;
     x->deferred = OC_OK;
+    x->detail[0] = '\0';
     x->parked_on = NULL;
     x->list.status = OC_OK; /* a restart after a failure resumes from a WAIT clean */
     STAT_ADD(pe, requests_started, 1);

@@ -55,6 +55,8 @@ struct oc_pe_exec {
     int orphan;      /* released while in flight: free when done() comes */
     size_t waits_taken;          /* leading WAIT tasks of list `next` already satisfied */
     oc_status_t deferred;        /* a mismatch seen so far, reported at the end */
+    char detail[sizeof(((oc_nic_list_t *)0)->detail)]; /* the first failed list's reason
+                                                          (for complete()) */
     struct oc_pe_counter *parked_on; /* the counter a WAIT task is blocked on */
     oc_pe_exec_t *ready_next;
     oc_pe_exec_t *orphan_next;

@@ -146,6 +146,8 @@ static void req_complete(oc_pe_exec_t *x, oc_status_t st)
     oc_request_t *req = x->owner;
     uint32_t old;
     req->result = st;
+    if (st != OC_OK)
+        memcpy(req->detail, x->detail, sizeof(req->detail));
     old = atomic_exchange(&req->state, OC_REQ_DONE);
     if (old & OC_REQ_WAITERS)
         oc_futex_wake_all(&req->state);
@@ -627,11 +629,13 @@ static oc_status_t take_result(oc_request_t *req)
     if (req->persistent && st != OC_OK && (st != OC_ERR_MISMATCH || req->win != NULL))
         req->broken = st;
     if (st != OC_OK && st != OC_ERR_TIMEOUT)
-        oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s", req->opname, req->seq,
+        oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s%s", req->opname, req->seq,
                  req->team->size,
-                 st == OC_ERR_MISMATCH ? "a peer sent a different number of bytes than "
-                                         "this rank expects (scounts/rcounts disagree)"
-                                       : oc_status_string(st));
+                 req->detail[0] != '\0'     ? req->detail
+                 : st == OC_ERR_MISMATCH ? "a peer sent a different number of bytes than "
+                                           "this rank expects"
+                                         : oc_status_string(st),
+                 st == OC_ERR_MISMATCH ? " (scounts/rcounts disagree)" : "");
     return st;
 }
 
@@ -655,17 +659,6 @@ oc_status_t oc_test(oc_request_t *req)
     return st != OC_OK ? st : req_leave(req, req_test(req));
 }
 
-static const char *task_verb(oc_task_type_t type)
-{
-    switch (type) {
-    case OC_TASK_SEND: return "send to";
-    case OC_TASK_RECV: return "receive from";
-    case OC_TASK_PUT: return "put to";
-    case OC_TASK_NOTIFY: return "notification to";
-    default: return "flush to";
-    }
-}
-
 static void cancel_fn(oc_pe_t *pe, void *arg)
 {
     oc_request_t *req = arg;
@@ -681,7 +674,7 @@ static void cancel_fn(oc_pe_t *pe, void *arg)
             const oc_task_t *t = &x->list.tasks[i];
             if (t->type != OC_TASK_COPY && x->slots[i].handle != NULL)
                 len += (size_t)snprintf(req->stuck_on + len, cap - len, "%s%s %d",
-                                        len ? ", " : " ", task_verb(t->type), t->peer);
+                                        len ? ", " : " ", oc_task_verb(t->type), t->peer);
         }
     oc_pe_cancel(pe, x, OC_ERR_TIMEOUT);
 }

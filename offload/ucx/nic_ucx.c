@@ -80,36 +80,9 @@ static void task_finished(oc_nic_slot_t *slot, oc_status_t status)
 {
     oc_nic_list_t *list = slot->list;
     slot->handle = NULL;
-    if (status != OC_OK && list->status == OC_OK)
-        list->status = status;
+    oc_nic_list_fail(list, status);
     if (--list->outstanding == 0)
         list->done(list);
-}
-
-static oc_status_t map_status(ucs_status_t st)
-{
-    switch (st) {
-    case UCS_OK: return OC_OK;
-    case UCS_ERR_CANCELED: return OC_ERR_TIMEOUT;
-    case UCS_ERR_MESSAGE_TRUNCATED: return OC_ERR_MISMATCH;
-    default: return OC_ERR_BACKEND;
-    }
-}
-
-static void send_cb(void *request, ucs_status_t st, void *user_data)
-{
-    ucp_request_free(request);
-    task_finished(user_data, map_status(st));
-}
-
-/* The sender's and receiver's sizes must agree: a shorter message is as much
- * a mismatch as a longer (truncated) one. */
-static oc_status_t recv_status(ucs_status_t st, const ucp_tag_recv_info_t *info,
-                               const oc_task_t *t)
-{
-    if (st == UCS_OK && info->length != t->len)
-        return OC_ERR_MISMATCH;
-    return map_status(st);
 }
 
 static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
@@ -117,13 +90,46 @@ static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
     return &slot->list->tasks[slot - slot->list->slots];
 }
 
+/* A completion's status, with the reason in oc_last_error(). */
+static oc_status_t slot_status(const oc_nic_slot_t *slot, ucs_status_t st)
+{
+    const oc_task_t *t = slot_task(slot);
+    switch (st) {
+    case UCS_OK: return OC_OK;
+    case UCS_ERR_CANCELED: return OC_ERR_TIMEOUT;
+    case UCS_ERR_MESSAGE_TRUNCATED:
+        return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
+                        "longer message", t->len, t->peer);
+    default:
+        return oc_error(OC_ERR_BACKEND, "ucx: %s rank %d failed: %s", oc_task_verb(t->type),
+                        t->peer, ucs_status_string(st));
+    }
+}
+
+static void send_cb(void *request, ucs_status_t st, void *user_data)
+{
+    ucp_request_free(request);
+    task_finished(user_data, slot_status(user_data, st));
+}
+
+/* The sender's and receiver's sizes must agree: a shorter message is as much
+ * a mismatch as a longer (truncated) one. */
+static oc_status_t recv_status(const oc_nic_slot_t *slot, ucs_status_t st,
+                               const ucp_tag_recv_info_t *info)
+{
+    const oc_task_t *t = slot_task(slot);
+    if (st == UCS_OK && info->length != t->len)
+        return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
+                        "message of %zu bytes", t->len, t->peer, info->length);
+    return slot_status(slot, st);
+}
+
 static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *info,
                     void *user_data)
 {
     oc_nic_slot_t *slot = user_data;
     ucp_request_free(request);
-    task_finished(slot, slot->list->cancelled ? OC_ERR_TIMEOUT
-                                              : recv_status(st, info, slot_task(slot)));
+    task_finished(slot, slot->list->cancelled ? OC_ERR_TIMEOUT : recv_status(slot, st, info));
 }
 
 /* Marks a slot whose operation is being posted: the completion callback may
@@ -143,7 +149,7 @@ static void flush_notify_cb(void *request, ucs_status_t st, void *user_data)
     /* A flush cannot be cancelled; once its list is, the notification (and
      * the endpoint it would take from the team) is not sent any more. */
     if (st != UCS_OK || slot->list->cancelled) {
-        task_finished(slot, st != UCS_OK ? map_status(st) : OC_ERR_TIMEOUT);
+        task_finished(slot, st != UCS_OK ? slot_status(slot, st) : OC_ERR_TIMEOUT);
         return;
     }
     if (nic->nflushed == nic->flushed_cap) {
@@ -325,7 +331,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
             st = post_transfer(nic, list, i);
     if (st != OC_OK) {
         /* Stop here; what was posted is cancelled and reports through done(). */
-        list->status = st;
+        oc_nic_list_fail(list, st);
         ucx_cancel_list(base, list);
     }
     if (--list->outstanding == 0)

@@ -43,8 +43,7 @@ void vb_task_finished(vb_nic_t *nic, oc_nic_slot_t *slot, oc_status_t status)
 {
     oc_nic_list_t *list = slot->list;
     slot->handle = NULL;
-    if (status != OC_OK && list->status == OC_OK)
-        list->status = status;
+    oc_nic_list_fail(list, status);
     if (--list->outstanding == 0)
         vb_trigger_list_idle(nic, list);
 }
@@ -266,7 +265,7 @@ static oc_status_t vb_post_list(oc_nic_t *base, oc_nic_list_t *list)
             list->outstanding--;
     }
     if (st != OC_OK) {
-        list->status = st;
+        oc_nic_list_fail(list, st);
         vb_proto_cancel(nic, list, st);
     }
     if (--list->outstanding == 0) {

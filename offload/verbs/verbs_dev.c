@@ -77,6 +77,7 @@ static oc_status_t open_first_active(vb_dev_t *d, char *reason, size_t size)
     d->addr.lid = pa.lid;
     d->addr.ethernet = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     d->mtu = pa.active_mtu;
+    d->addr.mtu = (uint8_t)pa.active_mtu;
     d->max_msg = pa.max_msg_sz > 0 && pa.max_msg_sz < VB_MAX_MSG ? pa.max_msg_sz : VB_MAX_MSG;
     if (d->max_msg < VB_MIN_MSG) {
         snprintf(reason, size, "%s port %d takes at most %zu bytes per message (max_msg_sz), "

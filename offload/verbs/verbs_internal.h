@@ -34,7 +34,8 @@
 
 typedef enum {
     VB_MSG_EAGER = 1, VB_MSG_RTS, VB_MSG_RTR, VB_MSG_CTRL,
-    VB_MSG_CREDIT    /* nothing but the credits field */
+    VB_MSG_CREDIT,   /* nothing but the credits field */
+    VB_MSG_ABORT     /* the sender of an RTR'd message cannot write it (status, rcookie) */
 } vb_msg_type_t;
 
 /* Leads every message sent with SEND. */
@@ -47,9 +48,10 @@ typedef struct {
     uint64_t len;      /* payload bytes (EAGER, CTRL), message bytes (RTS, RTR) */
     uint64_t addr;     /* RTR: where the sender writes */
     uint32_t scookie;  /* RTS, RTR: the sender's id of a rendezvous send */
-    uint32_t rcookie;  /* RTR: the receiver's id; the write's immediate */
+    uint32_t rcookie;  /* RTR, ABORT: the receiver's id; the write's immediate */
     uint32_t rkey;     /* RTR */
-    int32_t status;    /* RTR: OC_OK, or why the receiver refuses the message */
+    int32_t status;    /* RTR: OC_OK, or why the receiver refuses the message;
+                          ABORT: why the sender cannot write it */
 } vb_hdr_t;
 
 #define VB_EAGER_MAX (VB_BUF_SIZE - sizeof(vb_hdr_t))
@@ -127,6 +129,7 @@ typedef struct {
     uint16_t lid;
     uint8_t port;
     uint8_t ethernet;            /* RoCE: address by GID */
+    uint8_t mtu;                 /* the port's active_mtu (enum ibv_mtu) */
 } vb_addr_t;
 
 /* What the peer's QP for this pair needs (the wire-up blob). */

@@ -51,7 +51,14 @@ struct vb_recv {
     vb_recv_t *next;
     uint32_t team_id, seq;
     int src;
+    oc_nic_ep_t *ep;   /* the QP its message comes through */
+    /* NULL once its task was cancelled after the RTR: the sender may still
+     * write, so the record and its registration stay until the write lands
+     * or the QP fails (a write into a released registration would put the
+     * pair's QP in error for good). */
     oc_nic_slot_t *slot;
+    oc_nic_slot_t *ended; /* end_held(): the slot to finish */
+    vb_recv_t *ended_next;
     void *dst;
     size_t len;
     uint32_t cookie;   /* once RTR is sent: the write's immediate */
@@ -103,8 +110,15 @@ static oc_status_t mismatch(const vb_recv_t *r, uint64_t sent)
 static void finish_recv(vb_nic_t *nic, vb_recv_t *r, oc_status_t st)
 {
     vb_mr_put(&nic->mrs, r->mr);
-    vb_task_finished(nic, r->slot, st);
+    if (r->slot != NULL)
+        vb_task_finished(nic, r->slot, st);
     free(r);
+}
+
+static oc_status_t conn_failed(const char *what, int rank)
+{
+    return oc_error(OC_ERR_BACKEND, "verbs: a %s rank %d: the connection to it has failed",
+                    what, rank);
 }
 
 /* r meets its EAGER or RTS h (payload: EAGER's data), which came through ep. */
@@ -115,6 +129,10 @@ static void meet(vb_nic_t *nic, vb_recv_t *r, const vb_hdr_t *h, const char *pay
     vb_hdr_t rtr;
     oc_status_t st;
 
+    if (h->type == VB_MSG_RTS && ep->failed) {
+        finish_recv(nic, r, conn_failed("receive from", r->src)); /* no write will come */
+        return;
+    }
     if (h->len != r->len) {
         st = mismatch(r, h->len);
     } else if (h->type == VB_MSG_EAGER) {
@@ -152,9 +170,14 @@ oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
     const oc_task_t *t = vb_slot_task(slot);
     const oc_nic_match_t *m = slot->list->match;
     oc_nic_ep_t *ep = m->eps[t->peer];
-    vb_op_t *op = vb_op_get(nic);
+    vb_op_t *op;
     vb_hdr_t h;
 
+    /* A failed QP would flush the RTS as a message of no task, and the
+     * send would wait for an RTR until OC_TIMEOUT_S. */
+    if (ep->failed)
+        return conn_failed("send to", t->peer);
+    op = vb_op_get(nic);
     if (op == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: send buffer");
     memset(&h, 0, sizeof(h));
@@ -205,6 +228,7 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
     r->team_id = m->team_id;
     r->seq = m->seq;
     r->src = t->peer;
+    r->ep = m->eps[t->peer];
     r->slot = slot;
     r->dst = t->dst;
     r->len = t->len;
@@ -218,10 +242,9 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
             free(x);
             return OC_OK;
         }
-    if (m->eps[t->peer]->failed) {
+    if (r->ep->failed) {
         free(r);
-        return oc_error(OC_ERR_BACKEND, "verbs: a receive from rank %d: the connection to it "
-                        "has failed", t->peer);
+        return conn_failed("receive from", t->peer);
     }
     *p->expected_tail = r;
     p->expected_tail = &r->next;
@@ -260,7 +283,10 @@ static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payloa
     p->unexp_tail = &x->next;
 }
 
-/* RTR: the data goes out as a write with the receiver's cookie. */
+/* RTR: the data goes out as a write with the receiver's cookie. Where it
+ * cannot (the source will not register: on a cluster, most often the
+ * locked-memory limit), ABORT tells the receiver, which would otherwise wait
+ * for the write until OC_TIMEOUT_S. */
 static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
 {
     vb_rndv_send_t **ps, *rs;
@@ -274,27 +300,59 @@ static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
     *ps = rs->next;
     t = vb_slot_task(rs->slot);
     st = (oc_status_t)h->status;
-    if (st == OC_OK)
+    if (st != OC_OK) {
+        st = oc_error(st, "verbs: rank %d refused the %zu bytes sent to it (%s)%s", t->peer,
+                      t->len, oc_status_string(st),
+                      st == OC_ERR_MISMATCH ? ": it expects another number of bytes" : "");
+    } else {
         st = vb_stage_writes(nic, rs->ep, rs->slot, t->src, t->len, h->addr, h->rkey, 1,
                              h->rcookie);
+        if (st != OC_OK) {
+            vb_hdr_t abort;
+            memset(&abort, 0, sizeof(abort));
+            abort.type = VB_MSG_ABORT;
+            abort.rcookie = h->rcookie;
+            abort.status = st;
+            send_proto(nic, rs->ep, &abort);
+        }
+    }
     if (st != OC_OK)
         vb_task_finished(nic, rs->slot, st);
     free(rs);
 }
 
-/* The rendezvous write of the RECV task with this cookie has landed. */
-static void arrived_write(vb_nic_t *nic, uint32_t cookie, uint32_t bytes)
+/* The receive waiting for the write with this cookie, unlinked; NULL if its
+ * QP failed meanwhile. */
+static vb_recv_t *take_writing(vb_nic_t *nic, uint32_t cookie)
 {
     vb_recv_t **pr, *r;
     for (pr = &nic->proto.writing; *pr != NULL && (*pr)->cookie != cookie; pr = &(*pr)->next)
         ;
-    if ((r = *pr) == NULL)
-        return; /* its receive was cancelled */
-    *pr = r->next;
+    if ((r = *pr) != NULL)
+        *pr = r->next;
+    return r;
+}
+
+/* The rendezvous write of the RECV task with this cookie has landed. */
+static void arrived_write(vb_nic_t *nic, uint32_t cookie, uint32_t bytes)
+{
+    vb_recv_t *r = take_writing(nic, cookie);
+    if (r == NULL)
+        return;
     /* The sizes were matched at the RTS; this write is the last of the
      * sender's pieces (cut at its device's largest message), so it carries
      * no more than the whole. */
     finish_recv(nic, r, bytes <= r->len ? OC_OK : mismatch(r, bytes));
+}
+
+static void arrived_abort(vb_nic_t *nic, const vb_hdr_t *h)
+{
+    vb_recv_t *r = take_writing(nic, h->rcookie);
+    if (r == NULL)
+        return;
+    finish_recv(nic, r, oc_error((oc_status_t)h->status, "verbs: rank %d could not send the "
+                                 "%zu bytes of this receive (%s; its oc_last_error() says why)",
+                                 r->src, r->len, oc_status_string((oc_status_t)h->status)));
 }
 
 void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
@@ -326,6 +384,9 @@ void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
         break;
     case VB_MSG_CTRL:
         oc_nic_amq_push(&nic->proto.am, "verbs", payload, (size_t)h.len);
+        break;
+    case VB_MSG_ABORT:
+        arrived_abort(nic, &h);
         break;
     case VB_MSG_CREDIT:
         break; /* taken above */
@@ -362,19 +423,13 @@ oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size
  * end_held() ends; key says which (a list, a QP). */
 typedef int (*vb_pick_fn)(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *key);
 
-/* The QP a RECV task's message comes through. */
-static const oc_nic_ep_t *recv_ep(const vb_recv_t *r)
-{
-    return r->slot->list->match->eps[r->src];
-}
-
 /* Unlinks from *pr the RECV tasks that pick() onto *done. */
 static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done, vb_pick_fn pick,
                        const void *key)
 {
     vb_recv_t *r;
     while ((r = *pr) != NULL)
-        if (pick(r->slot, recv_ep(r), key)) {
+        if (pick(r->slot, r->ep, key)) {
             *pr = r->next;
             r->next = *done;
             *done = r;
@@ -385,10 +440,31 @@ static void take_recvs(vb_recv_t **pr, vb_recv_t ***tail, vb_recv_t **done, vb_p
         *tail = pr;
 }
 
+/* Ends the tasks of the receives that wait for a write and that pick(),
+ * keeping the receives themselves (see vb_recv_t's slot). */
+static unsigned abandon_writing(vb_nic_t *nic, vb_pick_fn pick, const void *key,
+                                oc_status_t status)
+{
+    vb_recv_t *r, *ended = NULL;
+    unsigned n = 0;
+    for (r = nic->proto.writing; r != NULL; r = r->next)
+        if (r->slot != NULL && pick(r->slot, r->ep, key)) {
+            r->ended = r->slot;
+            r->slot = NULL;
+            r->ended_next = ended;
+            ended = r;
+        }
+    for (r = ended; r != NULL; r = r->ended_next, n++)
+        vb_task_finished(nic, r->ended, status);
+    return n;
+}
+
 /* Ends with status the RECV tasks and waiting rendezvous SENDs that pick():
  * unlinked first, finished after, since finishing may start a list's
- * trigger, which may post more. */
-static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_status_t status)
+ * trigger, which may post more. Receives that wait for a write stay
+ * (abandon_writing) unless their QP has failed (keep_writing 0). */
+static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_status_t status,
+                         int keep_writing)
 {
     vb_proto_t *p = &nic->proto;
     vb_recv_t *r, *done = NULL;
@@ -396,7 +472,8 @@ static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_sta
     unsigned n = 0;
 
     take_recvs(&p->expected, &p->expected_tail, &done, pick, key);
-    take_recvs(&p->writing, NULL, &done, pick, key);
+    if (!keep_writing)
+        take_recvs(&p->writing, NULL, &done, pick, key);
     for (ps = &p->rts; (rs = *ps) != NULL;)
         if (pick(rs->slot, rs->ep, key)) {
             *ps = rs->next;
@@ -416,18 +493,20 @@ static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_sta
         finish_recv(nic, r, status);
         n++;
     }
+    if (keep_writing)
+        n += abandon_writing(nic, pick, key, status);
     return n;
 }
 
 static int of_list(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *list)
 {
     (void)ep;
-    return slot->list == list;
+    return slot != NULL && slot->list == list;
 }
 
 void vb_proto_cancel(vb_nic_t *nic, oc_nic_list_t *list, oc_status_t status)
 {
-    end_held(nic, of_list, list, status);
+    end_held(nic, of_list, list, status, 1);
 }
 
 static int through(const oc_nic_slot_t *slot, const oc_nic_ep_t *ep, const void *qp)
@@ -443,7 +522,7 @@ void vb_proto_peer_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why)
 {
     oc_status_t st = oc_error(OC_ERR_BACKEND, "verbs: the connection to QP 0x%x failed (%s)",
                               ep->peer_qpn, why);
-    unsigned n = end_held(nic, through, ep, st);
+    unsigned n = end_held(nic, through, ep, st, 0);
     oc_notice(1, "verbs: the connection to QP 0x%x failed (%s); %u transfer(s) waiting on it "
               "end with an error", ep->peer_qpn, why, n);
 }

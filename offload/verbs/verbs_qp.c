@@ -59,7 +59,11 @@ struct vb_slab {
 
 oc_status_t vb_errno(const char *what, int err)
 {
-    return oc_error(OC_ERR_BACKEND, "verbs: %s failed: %s", what, strerror(err));
+    /* On a cluster a registration mostly fails for the locked-memory limit. */
+    int reg = strncmp(what, "ibv_reg_mr", 10) == 0 && err == ENOMEM;
+    return oc_error(OC_ERR_BACKEND, "verbs: %s failed: %s%s", what, strerror(err),
+                    reg ? " (pinned memory counts against RLIMIT_MEMLOCK: check ulimit -l)"
+                        : "");
 }
 
 /* ---- send operations and their bounce buffers ------------------------------- */
@@ -460,14 +464,16 @@ oc_status_t vb_qp_create(vb_nic_t *nic, const vb_addr_t *peer, int loopback, oc_
     }
     ep->psn = (uint32_t)(nic->dev.addr.nonce ^ ((uint64_t)ep->qp->qp_num * 2654435761u)) &
               0xffffffu;
-    ep->next = nic->eps;
-    nic->eps = ep;
-    nic->neps++;
     st = to_init(nic, ep);
     if (st == OC_OK && !loopback)
         st = post_receives(nic, ep);
-    if (st != OC_OK)
-        return st; /* ep stays listed: destroy() releases it */
+    if (st != OC_OK) {
+        vb_qp_destroy(nic, ep); /* nothing of it has completed yet */
+        return st;
+    }
+    ep->next = nic->eps;
+    nic->eps = ep;
+    nic->neps++;
     *out = ep;
     return OC_OK;
 }
@@ -479,7 +485,9 @@ oc_status_t vb_qp_connect(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_wireup_t *w)
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = nic->dev.mtu;
+    /* The smaller of the two ports': a larger one's packets would be dropped
+     * by the other side, and the retries end as a failed peer. */
+    a.path_mtu = ep->peer.mtu != 0 && ep->peer.mtu < nic->dev.mtu ? ep->peer.mtu : nic->dev.mtu;
     a.dest_qp_num = w->qpn;
     a.rq_psn = w->psn;
     a.max_dest_rd_atomic = 1;

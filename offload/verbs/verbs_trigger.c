@@ -137,8 +137,7 @@ void vb_trigger_fired(vb_nic_t *nic, vb_op_t *op, oc_status_t status)
 {
     oc_nic_list_t *list = op->list;
     (void)nic;
-    if (status != OC_OK && list->status == OC_OK)
-        list->status = status;
+    oc_nic_list_fail(list, status);
     list->fired = 1;
     if (list->outstanding == 0)
         list->done(list);

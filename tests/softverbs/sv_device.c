@@ -163,6 +163,10 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     const char *mc = getenv("SOFTVERBS_MAX_CQE");
     unsigned long long max_cqe = mc != NULL ? strtoull(mc, NULL, 0) : 0;
     ctx->max_cqe = max_cqe > 0 && max_cqe < SV_MAX_CQE ? (int)max_cqe : SV_MAX_CQE;
+    /* Unlimited, or less to test a consumer whose registration fails. */
+    const char *mr = getenv("SOFTVERBS_MAX_MR_SZ");
+    unsigned long long max_mr = mr != NULL ? strtoull(mr, NULL, 0) : 0;
+    ctx->max_mr_size = max_mr > 0 ? max_mr : UINT64_MAX;
     ctx->ibv.device = &sv_device;
     ctx->ibv.cmd_fd = -1;
     ctx->ibv.num_comp_vectors = 1;
@@ -226,7 +230,7 @@ SV_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_at
     snprintf(attr->fw_ver, sizeof attr->fw_ver, "softverbs-1");
     attr->node_guid = ibv_get_device_guid(context->device);
     attr->sys_image_guid = attr->node_guid;
-    attr->max_mr_size = UINT64_MAX;
+    attr->max_mr_size = sv_ctx_of(context)->max_mr_size;
     attr->page_size_cap = 4096;
     attr->vendor_id = 0x736f66; /* not a real vendor */
     attr->max_qp = SV_MAX_QP;

@@ -168,6 +168,7 @@ struct sv_ctx {
     bool ethernet; /* RoCE-like port: LID 0, GRH addressing required */
     uint32_t max_msg_sz; /* the port's largest message; longer WRs fail LOC_LEN_ERR */
     int max_cqe;         /* entries of the largest CQ */
+    uint64_t max_mr_size; /* the largest registration; longer ones fail EINVAL */
     int sock;      /* datagram socket bound to the LID's abstract name */
     int wake_fd;   /* eventfd: posted work or shutdown for the NIC thread */
     pthread_t thread;

@@ -49,12 +49,16 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
         errno = EINVAL;
         return NULL;
     }
+    struct sv_ctx *ctx = sv_ctx_of(pd->context);
+    if (length > ctx->max_mr_size) {
+        errno = EINVAL;
+        return NULL;
+    }
     struct sv_mr *mr = calloc(1, sizeof *mr);
     if (mr == NULL) {
         errno = ENOMEM;
         return NULL;
     }
-    struct sv_ctx *ctx = sv_ctx_of(pd->context);
     mr->ibv.context = pd->context;
     mr->ibv.pd = pd;
     mr->ibv.addr = addr;
