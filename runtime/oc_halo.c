@@ -452,34 +452,48 @@ oc_status_t oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz, int *ra
 }
 
 /* Names the neighbours whose faces of the timed-out exchange never came: each
- * sends one notification per face per exchange to the stage's counter. */
+ * sends one notification per face per exchange to the stage's counter, so a
+ * neighbour on two sides of a stage (two ranks along a periodic dimension)
+ * is short on the pair, and is named once with both. With corners, the
+ * stages run in order: the report stops at the first one short, since the
+ * later ones (this rank's own faces into them included) were never reached. */
 static void timeout_report(oc_request_t *req)
 {
     halo_field_t *hf = req->owner;
     oc_halo_t *h = hf->halo;
     const oc_halo_geom_t *g = &h->g;
-    int p = (int)((hf->started - 1) & 1), me = h->team->rank, d, s, missing = 0;
+    int p = (int)((hf->started - 1) & 1), me = h->team->rank, st, missing = 0;
     const oc_halo_ext_t *e = &h->ext[(size_t)me * (size_t)g->nfields + (size_t)hf->index];
     uint32_t rounds = (hf->started - 1 - (uint32_t)p) / 2 + 1; /* exchanges of parity p */
 
     oc_error_append("; faces that never came:");
-    for (d = 0; d < 3; d++)
-        for (s = 0; s < 2; s++) {
-            int q = oc_halo_face_peer(g, me, e, d, s), st = g->corners ? d : 0, d_s[6][2], n, i;
-            int mult = 0; /* q's faces into this stage: 2 where it is on both sides */
-            uint32_t got;
-            if (q < 0)
-                continue;
-            n = oc_halo_stage_sides(g, me, e, st, d_s);
-            for (i = 0; i < n; i++)
-                mult += oc_halo_side_peer(g, me, d_s[i][0], d_s[i][1]) == q;
+    for (st = 0; st < (g->corners ? 3 : 1) && !missing; st++) {
+        int d_s[6][2], peer[6], n = oc_halo_stage_sides(g, me, e, st, d_s), i, j;
+        for (i = 0; i < n; i++)
+            peer[i] = oc_halo_side_peer(g, me, d_s[i][0], d_s[i][1]);
+        for (i = 0; i < n; i++) {
+            uint32_t mult = 0, got;
+            for (j = 0; j < i && peer[j] != peer[i]; j++)
+                ;
+            if (j < i)
+                continue; /* named with its first side */
+            for (j = i; j < n; j++)
+                mult += peer[j] == peer[i];
             got = atomic_load_explicit(
                 &h->win->from[(size_t)oc_halo_counter(g, hf->index, p, st) * (size_t)g->size +
-                              (size_t)q],
+                              (size_t)peer[i]],
                 memory_order_relaxed);
-            if ((int32_t)(got - rounds * (uint32_t)mult) < 0) /* counts wrap */
-                oc_error_append("%s rank %d (%s)", missing++ ? "," : "", q, side_name[d][s]);
+            if ((int32_t)(got - rounds * mult) >= 0) /* counts wrap */
+                continue;
+            oc_error_append("%s rank %d (", missing++ ? "," : "", peer[i]);
+            for (j = i; j < n; j++)
+                if (peer[j] == peer[i])
+                    oc_error_append("%s%s", j > i ? "/" : "", side_name[d_s[j][0]][d_s[j][1]]);
+            oc_error_append(")");
         }
+        if (missing && g->corners && st < 2)
+            oc_error_append("; the stages after %c's not reached", "xyz"[st]);
+    }
     if (!missing)
         oc_error_append(" none (every neighbour's faces arrived)");
     if (req->stuck_on != NULL && req->stuck_on[0] != '\0')
