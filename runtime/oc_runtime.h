@@ -21,6 +21,7 @@ struct oc_context {
                                        requests: app threads and engine */
     oc_team_t **teams;              /* by local team id */
     size_t teams_cap;
+    uint32_t next_team_id;          /* where the search for a free id starts */
     struct oc_win *wins;            /* windows, found by id */
     struct oc_later *later;         /* released after the backend (oc_ctx_release_later) */
     uint32_t next_win_id;           /* never reused: a late notification finds nothing */

@@ -12,21 +12,32 @@ typedef struct {
     int32_t rank, size; /* as the member's params say: checked against its place */
 } team_hello_t;
 
-/* Registers team under the lowest free local id. */
+/* Registers team under a free local id. Ids are taken in turn, not the
+ * lowest free: a team freed after a failure may still receive its peers'
+ * late messages, which carry its id and operation numbers, and a new team
+ * under that id would take them for its own operations' (wrong data, status
+ * OC_OK). */
 static oc_status_t registry_add(oc_context_t *ctx, oc_team_t *team)
 {
+    const size_t nids = (size_t)OC_NIC_MAX_TEAM_ID + 1;
     oc_status_t st = OC_OK;
-    size_t id;
+    size_t id, tries;
 
     pthread_mutex_lock(&ctx->teams_lock);
-    for (id = 0; id < ctx->teams_cap && ctx->teams[id] != NULL; id++)
-        ;
-    if (id > OC_NIC_MAX_TEAM_ID) {
-        st = oc_error(OC_ERR_UNAVAILABLE, "oc_team_create: more than %u teams in one context",
-                      OC_NIC_MAX_TEAM_ID + 1);
-    } else if (id == ctx->teams_cap) {
+    id = ctx->next_team_id;
+    for (tries = 0; tries < nids && id < ctx->teams_cap && ctx->teams[id] != NULL; tries++)
+        id = (id + 1) % nids;
+    if (tries == nids) {
+        st = oc_error(OC_ERR_UNAVAILABLE, "oc_team_create: more than %zu teams in one context",
+                      nids);
+    } else if (id >= ctx->teams_cap) {
         size_t ncap = ctx->teams_cap ? 2 * ctx->teams_cap : 8;
-        oc_team_t **nt = realloc(ctx->teams, ncap * sizeof(*nt));
+        oc_team_t **nt;
+        while (ncap <= id)
+            ncap *= 2;
+        if (ncap > nids)
+            ncap = nids;
+        nt = realloc(ctx->teams, ncap * sizeof(*nt));
         if (nt == NULL)
             st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: team registry");
         else {
@@ -38,6 +49,7 @@ static oc_status_t registry_add(oc_context_t *ctx, oc_team_t *team)
     if (st == OC_OK) {
         ctx->teams[id] = team;
         team->id = (uint32_t)id;
+        ctx->next_team_id = (uint32_t)((id + 1) % nids);
     }
     pthread_mutex_unlock(&ctx->teams_lock);
     return st;
