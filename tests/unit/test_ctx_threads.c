@@ -34,16 +34,6 @@ typedef struct {
     int poll;
 } app_t;
 
-static oc_status_t finish(oc_request_t *req, int poll)
-{
-    oc_status_t st;
-    if (!poll)
-        return oc_wait(req);
-    while ((st = oc_test(req)) == OC_INPROGRESS)
-        sched_yield();
-    return st;
-}
-
 static int check_data(ut_rank_t *me, const ut_layout_t *l, const unsigned char *r, unsigned salt,
                       const char *what)
 {
@@ -73,7 +63,7 @@ static void *app_main(void *arg)
         if (!CHECK_OC(oc_ialltoallv(a->team, s, l.sbytes, l.sc, l.sd, r, l.rbytes, l.rc, l.rd,
                                     &req)))
             goto out;
-        ok = CHECK_OC(finish(req, a->poll)) && check_data(me, &l, r, salt, "oc_ialltoallv");
+        ok = CHECK_OC(ut_finish(req, a->poll)) && check_data(me, &l, r, salt, "oc_ialltoallv");
         CHECK_OC(oc_request_free(req));
         if (!ok)
             goto out;
@@ -83,7 +73,7 @@ static void *app_main(void *arg)
         goto out;
     for (i = 0; i < ROUNDS; i++, salt++) {
         ut_fill(&l, s, r, salt);
-        if (!CHECK_OC(oc_start(req)) || !CHECK_OC(finish(req, a->poll)) ||
+        if (!CHECK_OC(oc_start(req)) || !CHECK_OC(ut_finish(req, a->poll)) ||
             !check_data(me, &l, r, salt, "persistent alltoallv"))
             break;
     }

@@ -26,17 +26,6 @@ typedef struct {
     oc_alg_t alg, valg;
 } pe_case_t;
 
-/* Completes req by polling oc_test (which drives the schedule in inline
- * mode) or by sleeping in oc_wait. */
-static oc_status_t finish(oc_request_t *req, int poll)
-{
-    oc_status_t st;
-    if (!poll)
-        return oc_wait(req);
-    while ((st = oc_test(req)) == OC_INPROGRESS)
-        sched_yield(); /* more threads than cores: let the peers run */
-    return st;
-}
 
 static void check_data(ut_rank_t *me, int line, const ut_layout_t *l, const unsigned char *rbuf,
                        unsigned salt, const char *what)
@@ -69,7 +58,7 @@ static void exchange(ut_rank_t *me, oc_team_t *team, ut_shape_t shape, size_t sc
         /* put is for persistent requests; one-shot ones fall back to auto */
         CHECK(want == OC_ALG_PUT || oc_request_alg(req) == want, "runs %s, configured %s",
               oc_alg_name(oc_request_alg(req)), oc_alg_name(want));
-        if (CHECK_OC(finish(req, poll)))
+        if (CHECK_OC(ut_finish(req, poll)))
             check_data(me, __LINE__, &l, r, salt, shape == UT_EQUAL ? "alltoall" : "alltoallv");
         CHECK_OC(oc_request_free(req));
     }
@@ -100,7 +89,7 @@ static void persistent(ut_rank_t *me, oc_team_t *team)
                 break;
             if (i == 0)
                 CHECK(oc_start(req) == OC_ERR_BUSY, "a second start of an active request");
-            if (!CHECK_OC(finish(req, (int)(i % 2))))
+            if (!CHECK_OC(ut_finish(req, (int)(i % 2))))
                 break;
             check_data(me, __LINE__, &l, r, 1000 + i, "persistent alltoall");
         }

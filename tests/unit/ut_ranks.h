@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <time.h>
@@ -51,6 +52,18 @@ static inline int ut_check_oc(ut_rank_t *me, int line, const char *what, oc_stat
 
 #define CHECK(cond, ...) ((cond) ? 1 : (ut_note(me, __LINE__, __VA_ARGS__), 0))
 #define CHECK_OC(call) ut_check_oc(me, __LINE__, #call, (call))
+
+/* Completes req by polling oc_test (which drives the schedule in inline
+ * mode) or by sleeping in oc_wait. */
+static inline oc_status_t ut_finish(oc_request_t *req, int poll)
+{
+    oc_status_t st;
+    if (!poll)
+        return oc_wait(req);
+    while ((st = oc_test(req)) == OC_INPROGRESS)
+        sched_yield(); /* more threads than cores: let the peers run */
+    return st;
+}
 
 /* Every rank waits for all (an allgather of one byte). */
 static inline void ut_barrier(ut_rank_t *me)
