@@ -325,7 +325,9 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_ar
 {
     uint32_t seq = take_seq(team); /* taken whatever fails here, as by the peers */
     oc_request_t *req = NULL;
-    oc_status_t st = req_alloc(fn, team, 0, v, args, mean_block, inplace, &req);
+    oc_status_t st;
+    args->unagreed = 1;
+    st = req_alloc(fn, team, 0, v, args, mean_block, inplace, &req);
     if (st == OC_OK && alg != OC_ALG_AUTO)
         req->alg = alg;
     if (st == OC_OK && (st = req_build(fn, req, args, inplace, 0)) != OC_OK)

@@ -2,9 +2,9 @@
 
 /* Ring-k is the general form of the direct exchange: burst (k = n-1) and
  * pairwise (k = 1) are its two ends. Each send is grouped with the receive at
- * the same distance, so that when a stage is cut into several lists every
- * send meets its receive in the peer's list of the same index, and a cut
- * schedule cannot deadlock. */
+ * the same distance and lists follow increasing distance, so partners meet at
+ * the same distance however their stages are cut into lists (the cuts differ
+ * where counts, k or self copies do), and a cut schedule cannot deadlock. */
 oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched_t *s)
 {
     int n = a->size, r = a->rank, d;
@@ -20,16 +20,17 @@ oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched
     }
     for (d = 1; d < n && st == OC_OK; d++) {
         int to = (r + d) % n, from = (r - d + n) % n;
+        size_t sc = oc_coll_scount(a, to), rc = oc_coll_rcount(a, from), np = 0;
         oc_task_t pair[2];
-        size_t np = 0;
 
         if ((unsigned)(d - 1) % k == 0 && d > 1)
             oc_sched_end_list(s);
-        if (oc_coll_scount(a, to) > 0)
-            pair[np++] = oc_task_send(to, a->sbuf + oc_coll_sdispl(a, to), oc_coll_scount(a, to));
-        if (oc_coll_rcount(a, from) > 0)
-            pair[np++] = oc_task_recv(from, a->rbuf + oc_coll_rdispl(a, from),
-                                      oc_coll_rcount(a, from));
+        /* a zero-byte block's displacement may be anything, its buffer NULL */
+        if (sc > 0 || a->unagreed)
+            pair[np++] = oc_task_send(to, sc > 0 ? a->sbuf + oc_coll_sdispl(a, to) : a->sbuf, sc);
+        if (rc > 0 || a->unagreed)
+            pair[np++] =
+                oc_task_recv(from, rc > 0 ? a->rbuf + oc_coll_rdispl(a, from) : a->rbuf, rc);
         st = oc_sched_add(s, pair, np);
     }
     return st;

@@ -30,6 +30,12 @@ typedef struct {
     const size_t *rcounts, *rdispls;
     unsigned ringk;
     const oc_coll_put_t *put;         /* the put algorithm's zones, else NULL */
+    /* One-shot: the members' sizes were not compared (a persistent set-up
+     * compares them), so a zero count still exchanges a zero-byte message:
+     * against a peer's non-zero count it is a mismatch, where no message at
+     * all would leave the peer's data unreceived (eager: lost with OC_OK;
+     * rendezvous: a sender waiting until OC_TIMEOUT_S). */
+    int unagreed;
 } oc_coll_args_t;
 
 static inline size_t oc_coll_scount(const oc_coll_args_t *a, int p)

@@ -26,9 +26,12 @@ typedef struct {
     size_t sent, expected; /* rank 0 -> rank 1 only; every other block is right */
 } pairing_t;
 
+/* A zero on one side too: one-shot operations exchange zero-byte messages
+ * for it, or the other side's block would go unreceived unnoticed. */
 static const pairing_t pairings[] = {
-    {SMALL, 2 * SMALL}, {2 * SMALL, SMALL}, {LARGE, 2 * LARGE},
-    {2 * LARGE, LARGE}, {SMALL, LARGE},     {LARGE, SMALL},
+    {SMALL, 2 * SMALL}, {2 * SMALL, SMALL}, {LARGE, 2 * LARGE}, {2 * LARGE, LARGE},
+    {SMALL, LARGE},     {LARGE, SMALL},     {SMALL, 0},         {LARGE, 0},
+    {0, SMALL},         {0, LARGE},
 };
 
 /* One alltoallv where rank 1 expects `expected` bytes from rank 0, which
