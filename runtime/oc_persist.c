@@ -124,8 +124,12 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
     oc_status_t xst;
 
     memset(put, 0, sizeof(*put));
-    if (out == NULL)
+    if (out == NULL) {
+        /* The peers' all-to-all fails without this member (after OC_TIMEOUT_S)
+         * and they vote no more: its number is all this member must take. */
+        oc_team_skip_ops(team, 1);
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
+    }
     snprintf(detail, sizeof(detail), "%s", oc_last_error());
     if (st == OC_OK)
         fill_messages(team, a, *alg, fallback, out);
