@@ -576,7 +576,9 @@ static void test_bruck_refuses_counts(void **state)
 {
     size_t counts[2] = {1, 1}, displs[2] = {0, 1};
     char sbuf[2], rbuf[2];
-    oc_coll_args_t a = {0, 2, sbuf, rbuf, 1, counts, displs, counts, displs, 1, NULL};
+    oc_coll_args_t a = {.rank = 0, .size = 2, .sbuf = sbuf, .rbuf = rbuf, .block = 1,
+                        .scounts = counts, .sdispls = displs, .rcounts = counts,
+                        .rdispls = displs, .ringk = 1};
     oc_sched_t s;
     (void)state;
     oc_sched_init(&s, 64);
