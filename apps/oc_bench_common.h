@@ -2,7 +2,7 @@
  * What the benchmarks share (oc_bench_overlap, oc_bench_halo): start-up and
  * the error exit, the options both take, the calibrated dummy compute of the
  * OSU procedure (DESIGN.md, "How overlap is measured"), reductions over ranks
- * and the iteration budget, the memcpy time behind the copy bound, the offcoll
+ * and the iteration budget, the copy time behind the copy bound, the offcoll
  * contexts' tear-down, table and CSV rows, and the end of a run with its
  * gnuplot run. Header-only; not part of the library.
  *
@@ -288,6 +288,11 @@ static inline int parse_names(const char *opt, const char *list, const char *con
         }
     }
     free(copy);
+    /* An empty list ("," or "") would run nothing and look like success. */
+    for (i = 0; rc == 0 && i < count && !use[i]; i++)
+        ;
+    if (rc == 0 && i == count)
+        rc = opt_error("%s '%s' names no implementation (\"all\" runs every one)", opt, list);
     return rc;
 }
 
@@ -386,26 +391,46 @@ static inline long fit_budget(double budget, double t_iter, long lo, long hi)
     return n < (double)lo ? (lo < hi ? lo : hi) : (long)n;
 }
 
-/* Called through a volatile pointer so that no copy of the loop is elided. */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
-/* Time to memcpy bytes between two buffers of that size, every rank at once
- * as when all cores are busy; mean over ranks (on rank 0). */
-static inline double copy_time(void *dst, const void *src, size_t bytes)
+/* Seconds per call of copy(arg), every rank copying at once as when all
+ * cores are busy, after one call that brings the data into the cache; mean
+ * over ranks (on rank 0). What the copy bound divides by the pure time. */
+static inline double time_copies(void (*copy)(void *arg), void *arg)
 {
     double t, target = 2e-3;
     long reps = 0;
 
-    copy_fn(dst, src, bytes);
+    copy(arg);
     MPI_Barrier(MPI_COMM_WORLD);
     t = MPI_Wtime();
     do {
-        copy_fn(dst, src, bytes);
+        copy(arg);
         reps++;
     } while (reps < 1000 && (reps < 3 || MPI_Wtime() - t < target));
     t = (MPI_Wtime() - t) / (double)reps;
     mean_over_ranks(&t, 1);
     return t;
+}
+
+/* Called through a volatile pointer so that no copy of the loop is elided. */
+static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} memcpy_args_t;
+
+static inline void memcpy_once(void *arg)
+{
+    memcpy_args_t *a = arg;
+    copy_fn(a->dst, a->src, a->bytes);
+}
+
+/* Time to memcpy bytes between two buffers of that size (time_copies). */
+static inline double copy_time(void *dst, const void *src, size_t bytes)
+{
+    memcpy_args_t a = {dst, src, bytes};
+    return time_copies(memcpy_once, &a);
 }
 
 static inline unsigned char *buf_alloc(size_t bytes)
@@ -579,19 +604,26 @@ static inline int find_plot_script(const char *name, const char *installed, char
 }
 
 /* Runs gnuplot -c script csv png title without a shell, so no path needs
- * quoting. Returns 0 when the PNG was written; notes why not otherwise, and
- * the benchmark still succeeds. */
+ * quoting. gnuplot opens its output before it plots, so it writes to a
+ * temporary name beside png, renamed over png only when gnuplot succeeded:
+ * a failed plot leaves no blank PNG and an earlier good one in place.
+ * Returns 0 when the PNG was written; notes why not otherwise, and the
+ * benchmark still succeeds. */
 static inline int plot(const char *name, const char *installed, const char *csv,
                        const char *png, const char *title)
 {
-    char script[PATH_MAX + 64];
-    char *argv[] = {"gnuplot", "-c", script, (char *)csv, (char *)png, (char *)title, NULL};
+    char script[PATH_MAX + 64], tmp[PATH_MAX + 32];
+    char *argv[] = {"gnuplot", "-c", script, (char *)csv, tmp, (char *)title, NULL};
     pid_t pid;
     int rc, status;
 
     if (!find_plot_script(name, installed, script, sizeof(script))) {
         fprintf(stderr, PROG ": note: no PNG: %s is neither next to the binary nor at %s\n",
                 name, installed);
+        return 1;
+    }
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp%ld", png, (long)getpid()) >= (int)sizeof(tmp)) {
+        fprintf(stderr, PROG ": note: no PNG: the path %s is too long\n", png);
         return 1;
     }
     rc = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
@@ -601,7 +633,15 @@ static inline int plot(const char *name, const char *installed, const char *csv,
         return 1;
     }
     if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, PROG ": note: gnuplot failed on %s; no PNG written\n", script);
+        unlink(tmp);
+        fprintf(stderr, PROG ": note: gnuplot failed on %s; no PNG written (%s untouched)\n",
+                script, png);
+        return 1;
+    }
+    if (rename(tmp, png) != 0) {
+        fprintf(stderr, PROG ": note: no PNG: cannot rename %s to %s: %s\n", tmp, png,
+                strerror(errno));
+        unlink(tmp);
         return 1;
     }
     return 0;

@@ -26,14 +26,17 @@
  * the same cores, T_compute grows and OSU's figure credits that; the net
  * overlap measures against the compute as calibrated (T_comm) instead, as an
  * application sees it. Beside them: the bound this host allows when every byte
- * is copied by a CPU (1 - 2 T_memcpy / T_comm: the fewest copies of the
- * bytes a rank sends, one from the field into the neighbour's memory and one
- * out of it into the ghosts, as offcoll does on shared memory), the progress
- * thread's CPU time and
- * its wake-ups per exchange. The ghost cells are checked against the
- * neighbours' values after the first exchange of each implementation (ghosts
- * poisoned before it) and after one more exchange that follows the timed
- * ones, outside the timed interval.
+ * is copied by a CPU (1 - T_copy / T_comm, T_copy the time to pack the faces
+ * a rank sends out of its fields and unpack those it receives into the
+ * ghosts, with the exchanges' own strided box copies: the fewest copies, one
+ * from the field into the neighbour's memory and one out of it into the
+ * ghosts, as offcoll does on shared memory), the progress thread's CPU time
+ * and its wake-ups per exchange. The ghost cells are checked against the
+ * neighbours' values, outside the timed interval, after the first exchange of
+ * each implementation and after two more that follow the timed ones (with
+ * the compute between start and wait, as timed); each of these carries fresh
+ * values into poisoned ghosts, so that data left from an earlier exchange
+ * fails the check.
  */
 #include <math.h>
 #include <stddef.h>
@@ -174,8 +177,30 @@ static int parse_opt(void *opts, const char *a, const char *v)
     return parse_common_opt(&o->common, a, v);
 }
 
-/* 0 to run, 1 after --help, 2 on a bad command line. */
-static int parse_opts(int argc, char **argv, opts_t *o)
+/* --dims against the number of ranks, before MPI_Cart_create (which would
+ * abort without saying why, or leave ranks out of the grid): the given
+ * extents must make a grid of exactly nranks, the zeros filled in. */
+static int check_dims(const opts_t *o, int nranks)
+{
+    int d, fixed = 1, free_dims = 0;
+    for (d = 0; d < 3; d++) {
+        if (o->dims[d] == 0)
+            free_dims++;
+        else
+            fixed *= o->dims[d];
+    }
+    if (free_dims == 0 && fixed != nranks)
+        return opt_error("--dims %dx%dx%d makes a grid of %d, but this run has %d ranks",
+                         o->dims[0], o->dims[1], o->dims[2], fixed, nranks);
+    if (nranks % fixed != 0)
+        return opt_error("--dims %dx%dx%d: this run's %d ranks are no multiple of %d, the "
+                         "product of the extents given", o->dims[0], o->dims[1], o->dims[2],
+                         nranks, fixed);
+    return 0;
+}
+
+/* 0 to run, 1 after --help, 2 on a bad command line (for nranks ranks). */
+static int parse_opts(int argc, char **argv, opts_t *o, int nranks)
 {
     static const bench_flag_t flags[] = {
         {"--check", "--no-check", offsetof(opts_t, common.check)},
@@ -191,6 +216,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                           parse_opt, usage);
     if (rc == 0 && o->common.iters < 1)
         rc = opt_error("--iters must be at least 1");
+    if (rc == 0)
+        rc = check_dims(o, nranks);
     return rc;
 }
 
@@ -220,7 +247,7 @@ typedef struct {
     size_t sent_per_field;        /* bytes this rank sends per field and exchange */
     int nfields_max;
     double *field[MAX_FIELDS];
-    unsigned char *csrc, *cdst;   /* the copy-bound buffers */
+    unsigned char *packed, *landed; /* the copy bound's faces: packed, and to unpack */
     uint64_t seq;                 /* fills so far, equal on all ranks: values never repeat */
     double fp_s_per_iter;         /* calibrated dummy compute */
     double t0;                    /* start of the run, for progress lines */
@@ -705,23 +732,24 @@ static double exchange(bench_t *b, impl_t *im, int nf, uint64_t fp_iters, double
     return t;
 }
 
-/* An untimed exchange into poisoned ghosts, checked; fresh values first when
- * refill (else the neighbours' last ones, which the ghosts must show again). */
-static double checked_exchange(bench_t *b, impl_t *im, int nf, int refill, const char *ph)
+/* An untimed exchange, checked: fresh values (never sent before, so ghosts
+ * left from an earlier exchange, or unpacked before this one's data came,
+ * fail) into poisoned ghosts (so ghosts never written fail), with fp_iters
+ * steps of compute between start and wait, as in the overlapped phase. */
+static double checked_exchange(bench_t *b, impl_t *im, int nf, uint64_t fp_iters,
+                               const char *ph)
 {
     double t;
     int f;
     bench_at.phase = ph;
     if (b->o.common.check) {
-        if (refill)
-            b->seq++;
+        b->seq++;
         for (f = 0; f < nf; f++) {
-            if (refill)
-                fill_field(b, f);
+            fill_field(b, f);
             ghost_pass(b, f, 1);
         }
     }
-    t = exchange(b, im, nf, 0, NULL);
+    t = exchange(b, im, nf, fp_iters, NULL);
     if (b->o.common.check)
         for (f = 0; f < nf; f++)
             ghost_pass(b, f, 0);
@@ -751,7 +779,8 @@ enum { M_COMM, M_OVERALL, M_COMPUTE, M_PE_CPU, M_WAKEUPS, M_COUNT };
 typedef struct {
     long iters;
     double m[M_COUNT]; /* seconds or counts per exchange, mean over ranks */
-    double copy;       /* 2 memcpy of the bytes sent, s, mean over ranks */
+    double copy;       /* packing the faces sent and unpacking those received, s, mean
+                        * over ranks */
 } result_t;
 
 static result_t measure(bench_t *b, impl_t *im, int nf)
@@ -759,9 +788,10 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
     result_t r = {0};
     double *m = r.m, probe, t;
     long warm;
+    uint64_t fp_iters;
     oc_stats_t s0, s1;
 
-    probe = max_over_ranks(checked_exchange(b, im, nf, 1, "first exchange"));
+    probe = max_over_ranks(checked_exchange(b, im, nf, 0, "first exchange"));
     warm = fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     t = warm > 0 ? phase(b, im, nf, "warm-up", warm, 0, NULL) : probe;
     r.iters = fit_budget(b->o.common.budget_s, max_over_ranks(t), MIN_TIMED_ITERS,
@@ -769,13 +799,16 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
 
     m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
     /* Each rank computes for its own T_comm, as OSU does. */
+    fp_iters = fp_steps_for(b->fp_s_per_iter, m[M_COMM]);
     bench_stats(im->ctx, &s0);
-    m[M_OVERALL] = phase(b, im, nf, "overlapped", r.iters,
-                         fp_steps_for(b->fp_s_per_iter, m[M_COMM]), &m[M_COMPUTE]);
+    m[M_OVERALL] = phase(b, im, nf, "overlapped", r.iters, fp_iters, &m[M_COMPUTE]);
     bench_stats(im->ctx, &s1);
     m[M_PE_CPU] = (s1.progress_cpu_s - s0.progress_cpu_s) / (double)r.iters;
     m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
-    checked_exchange(b, im, nf, 0, "exchange after the timed ones");
+    /* Two in a row: offcoll's halo plans alternate between two sets of landing
+     * zones (by the parity of the exchange), and each must deliver. */
+    checked_exchange(b, im, nf, fp_iters, "first checked exchange after the timed ones");
+    checked_exchange(b, im, nf, fp_iters, "second checked exchange after the timed ones");
     mean_over_ranks(m, M_COUNT);
     return r;
 }
@@ -878,13 +911,13 @@ static void print_header(const bench_t *b)
            MIN_TIMED_ITERS, b->o.common.iters);
     printf("# exchange = start all fields, [compute], wait all fields; us per exchange, mean "
            "over ranks\n# overlap = max(0, 100 - 100*(overall - compute)/pure); bound = "
-           "100*(1 - copy/pure), copy = 2 memcpy of the bytes sent (into the neighbour, unpack)\n"
+           "100*(1 - copy/pure), copy = packing the faces sent + unpacking those received\n"
            "# net = the same against the compute as calibrated (lasting pure), not as it ran: "
            "CPU taken from the\n#   compute (compute above pure: by a progress thread) "
            "counts against it, as in an application\n"
            "# ghost cells checked: %s\n",
-           b->o.common.check ? "after the first exchange and after the timed ones"
-                             : "no (--no-check)");
+           b->o.common.check ? "after the first exchange and two after the timed ones, "
+                               "fresh values each" : "no (--no-check)");
     header_fields(columns, C_COUNT, 1, f);
     table_line(columns, C_COUNT, f);
     fflush(stdout);
@@ -892,11 +925,40 @@ static void print_header(const bench_t *b)
 
 /* ---- main -------------------------------------------------------------------------- */
 
+typedef struct {
+    bench_t *b;
+    int nf;
+} face_copies_t;
+
+/* The copies of one exchange of nf fields when a CPU moves every byte, made
+ * as the exchanges make them (box_copy: a face across dimension 2 is runs of
+ * the ghost width): every face this rank sends packed out of its field, every
+ * face it receives unpacked into its ghosts (before the exchanges, which
+ * poison the ghosts first). */
+static void face_copies(void *arg)
+{
+    face_copies_t *a = arg;
+    bench_t *b = a->b;
+    int pack, f, d, s;
+    for (pack = 1; pack >= 0; pack--) {
+        double *buf = (double *)(pack ? b->packed : b->landed);
+        for (f = 0; f < a->nf; f++)
+            for (d = 0; d < 3; d++)
+                for (s = 0; s < 2; s++)
+                    if (b->nbr[d][s] != MPI_PROC_NULL) {
+                        box_copy(b, b->field[f], pack ? &b->send[d][s] : &b->recv[d][s], buf,
+                                 pack);
+                        buf += b->face[d];
+                    }
+    }
+}
+
 static void run_config(bench_t *b, int cfg, FILE *csv)
 {
     result_t res[IMPL_COUNT];
     int i, nf = b->o.fields[cfg];
-    double copy = 2 * copy_time(b->cdst, b->csrc, b->sent_per_field * (size_t)nf);
+    face_copies_t fc = {b, nf};
+    double copy = time_copies(face_copies, &fc);
 
     snprintf(bench_at.what, sizeof(bench_at.what), "%d field%s", nf, nf > 1 ? "s" : "");
     for (i = 0; i < IMPL_COUNT; i++) {
@@ -934,7 +996,7 @@ int main(int argc, char **argv)
     int i, rc;
 
     bench_init(&argc, &argv, &b.rank, &b.nranks, "exchange");
-    rc = parse_opts(argc, argv, &b.o);
+    rc = parse_opts(argc, argv, &b.o, b.nranks);
     if (rc != 0)
         return bench_quit(rc);
     b.t0 = MPI_Wtime();
@@ -946,8 +1008,8 @@ int main(int argc, char **argv)
     for (i = 0; i < b.nfields_max; i++)
         b.field[i] = (double *)buf_alloc(b.cells * sizeof(double));
     copy_bytes = b.sent_per_field * (size_t)b.nfields_max;
-    b.csrc = buf_alloc(copy_bytes);
-    b.cdst = buf_alloc(copy_bytes);
+    b.packed = buf_alloc(copy_bytes);
+    b.landed = buf_alloc(copy_bytes);
     for (i = 0; i < IMPL_COUNT; i++)
         if (b.o.use[i])
             impl_open(&b, &impls[i]);
@@ -966,8 +1028,8 @@ int main(int argc, char **argv)
         bench_oc_close(&impls[i].team, &impls[i].ctx);
     for (i = 0; i < b.nfields_max; i++)
         free(b.field[i]);
-    free(b.csrc);
-    free(b.cdst);
+    free(b.packed);
+    free(b.landed);
     MPI_Comm_free(&b.cart);
     snprintf(title, sizeof(title),
              "Halo exchange overlap (OSU procedure), %zux%zux%zu doubles/rank, w=%zu, %s, %d ranks",

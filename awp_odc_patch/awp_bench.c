@@ -11,12 +11,17 @@
  * source in the middle. Per mode and size: the median over the timed steps of
  * the slowest rank's step, the mean step, and the means over ranks and steps
  * of the visible communication and of the rest. The CSV is appended to, so
- * runs on 2 and on 4 ranks share one file and one plot.
+ * runs on 2 and on 4 ranks share one file and one plot. The wavefields at the
+ * end must be the same, bit for bit, in every mode of a size (the kernel
+ * computes each point alike whatever the exchange): a difference is a wrong
+ * exchange, and the benchmark fails.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "awp_error.h"
 #include "awp_output.h"
@@ -34,6 +39,7 @@ typedef struct {
 
 typedef struct {
     double median_ms, mean_ms, comm_ms, compute_ms;
+    uint64_t checksum; /* of this rank's wavefields at the end (wavefield_checksum) */
 } result_t;
 
 static void usage(FILE *f)
@@ -45,6 +51,14 @@ static void usage(FILE *f)
                "  --modes LIST   comma-separated: two-sided,offload,rma (default all)\n"
                "  --csv PATH     append one row per mode and size\n"
                "  --png PATH     plot the whole CSV (needs --csv)\n");
+}
+
+static int modes_used(const opts_t *o)
+{
+    int m, n = 0;
+    for (m = 0; m < AWP_MODE_COUNT; m++)
+        n += o->use[m];
+    return n;
 }
 
 static int parse_int_list(const char *s, int *out, int max, int *count)
@@ -94,6 +108,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
                     return awp_fail("--modes: unknown mode '%s' (two-sided, offload, rma)", tok);
                 o->use[m] = 1;
             }
+            if (modes_used(o) == 0) /* it would run nothing and look like success */
+                return awp_fail("--modes '%s' names no mode (two-sided, offload, rma)", v);
         } else if (strcmp(a, "--csv") == 0)
             o->csv = v;
         else if (strcmp(a, "--png") == 0)
@@ -128,6 +144,47 @@ static void scenario(awp_scenario_t *sc, int n, const int dims[3], awp_mode_t mo
     sc->mode = mode;
 }
 
+/* FNV-1a over the bits of this rank's interior cells of every wavefield. */
+static uint64_t wavefield_checksum(const awp_sim_t *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    int f, i, j, k;
+    for (f = 0; f < AWP_NFIELDS; f++)
+        for (i = 0; i < s->g.n[0]; i++)
+            for (j = 0; j < s->g.n[1]; j++) {
+                const float *p = s->w.f[f] + awp_at(&s->g, i, j, 0);
+                for (k = 0; k < s->g.n[2]; k++) {
+                    uint32_t bits;
+                    memcpy(&bits, &p[k], sizeof(bits));
+                    h = (h ^ bits) * 1099511628211ull;
+                }
+            }
+    return h;
+}
+
+/* Collective: fails the run, loudly, when the wavefields of mode m differ
+ * from those of the first mode run on this size (*first < 0: m is it). */
+static void check_same_wavefields(const result_t *r, int m, int n, int *first, uint64_t *sum)
+{
+    int differ, any, rank;
+    if (*first < 0) {
+        *first = m;
+        *sum = r->checksum;
+        return;
+    }
+    differ = r->checksum != *sum;
+    MPI_Allreduce(&differ, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!any)
+        return;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (differ)
+        fprintf(stderr, PROG ": rank %d: WRONG DATA: n = %d: the wavefields after the %s run "
+                "differ from those after the %s run; the modes must agree bit for bit\n", rank,
+                n, awp_mode_name(m), awp_mode_name(*first));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -159,15 +216,18 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
         rc = awp_sim_step(&s);
         step[i] = s.t_step - t;
     }
+    /* The timed steps only, as the median: awp_sim_finish's waits for the
+     * exchanges still in flight (offload, rma) come once per run, not per step. */
+    sums[0] = s.t_step, sums[1] = s.t_comm;
     if (rc == 0)
         rc = awp_sim_finish(&s);
     if (rc != 0) {
         fprintf(stderr, PROG ": %s: %s\n", awp_mode_name(mode), awp_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    res->checksum = wavefield_checksum(&s);
     /* the slowest rank's step sets the pace of all */
     MPI_Allreduce(MPI_IN_PLACE, step, o->steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    sums[0] = s.t_step, sums[1] = s.t_comm;
     MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     res->mean_ms = 1e3 * sums[0] / size / o->steps;
     res->comm_ms = 1e3 * sums[1] / size / o->steps;
@@ -207,11 +267,37 @@ static FILE *open_csv(const char *path, int *config)
     return f;
 }
 
+/* Plots csv into png through a temporary name beside it, renamed over png
+ * only when gnuplot succeeded: gnuplot opens its output before it plots, so
+ * a failed plot would leave a blank PNG over an earlier good one. 0 when the
+ * PNG was written (awp_plot notes why not otherwise). */
+static int plot(const char *csv, const char *png)
+{
+    char tmp[4096];
+    const char *args[2] = {csv, tmp};
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp%ld", png, (long)getpid()) >= (int)sizeof(tmp)) {
+        fprintf(stderr, PROG ": note: no PNG: the path %s is too long\n", png);
+        return -1;
+    }
+    if (awp_plot(PROG, "plot_awp_bench.gp", args, 2) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, png) != 0) {
+        fprintf(stderr, PROG ": note: no PNG: cannot rename %s to %s: %s\n", tmp, png,
+                strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o;
     FILE *csv = NULL;
-    int rank, size, dims[3] = {0, 0, 0}, rc, k, m, config = 0;
+    int rank, size, dims[3] = {0, 0, 0}, rc, k, m, config = 0, first;
+    uint64_t sum = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -228,12 +314,15 @@ int main(int argc, char **argv)
     MPI_Dims_create(size, 3, dims);
     if (rank == 0 && o.csv != NULL && (csv = open_csv(o.csv, &config)) == NULL)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    if (rank == 0)
+    if (rank == 0) {
+        printf("# wavefields at the end: %s\n", modes_used(&o) > 1
+               ? "the same bit for bit in every mode (checked)" : "not checked (one mode)");
         printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s\n", "mode", "ranks", "grid", "n",
                "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%");
+    }
     for (k = 0; k < o.nsizes; k++, config++)
-        for (m = 0; m < AWP_MODE_COUNT; m++) {
-            result_t r = {0, 0, 0, 0};
+        for (m = 0, first = -1; m < AWP_MODE_COUNT; m++) {
+            result_t r = {0};
             char label[64];
             if (!o.use[m])
                 continue;
@@ -242,6 +331,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, PROG ": %s\n", awp_last_error());
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
+            check_same_wavefields(&r, m, o.n[k], &first, &sum);
             if (rank != 0)
                 continue;
             snprintf(label, sizeof(label), "%d ranks %d^3", size, o.n[k]);
@@ -257,10 +347,7 @@ int main(int argc, char **argv)
     if (csv != NULL)
         fclose(csv);
     MPI_Finalize();
-    if (rank == 0 && o.png != NULL) {
-        const char *args[2] = {o.csv, o.png};
-        if (awp_plot(PROG, "plot_awp_bench.gp", args, 2) == 0)
-            printf("plot: %s\n", o.png);
-    }
+    if (rank == 0 && o.png != NULL && plot(o.csv, o.png) == 0)
+        printf("plot: %s\n", o.png);
     return 0;
 }

@@ -13,7 +13,17 @@ if (ARGC < 2) {
 csv = ARG1
 png = ARG2
 title = ARGC >= 3 ? ARG3 : "P3DFFT-compatible 3D FFT"
-impls = system("sed -n '1s/.*impls=\"\\([^\"]*\\)\".*/\\1/p' '" . csv . "'")
+# The CSV's path goes to the shell in single quotes, each quote in it as '\''
+# (the path may hold any character).
+q = "'"
+shell_quote(s) = q . shell_quote_rest(s) . q
+shell_quote_rest(s) = strstrt(s, q) == 0 ? s : \
+    s[1:strstrt(s, q) - 1] . q . "\\" . q . q . shell_quote_rest(s[strstrt(s, q) + 1:])
+impls = system("sed -n '1s/.*impls=\"\\([^\"]*\\)\".*/\\1/p' " . shell_quote(csv))
+if (words(impls) == 0) {
+    print "plot_p3dfft.gp: ", csv, " names no implementations in its first line (impls=\"...\")"
+    exit status 1
+}
 n = words(impls)
 # the library's modes (FFTW-MPI, always listed last, has no split timers)
 nlib = words(impls) - (word(impls, words(impls)) eq "fftw_mpi" ? 1 : 0)
