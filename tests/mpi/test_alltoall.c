@@ -29,12 +29,17 @@ static oc_context_t *open_ctx(oc_progress_mode_t mode, oc_alg_t alg, oc_alg_t va
     return ctx;
 }
 
-/* The request runs what was asked for (put: where there is a peer to put to). */
-static void check_alg(oc_request_t *req, oc_alg_t want, const char *label)
+/* The request runs what was asked for: put where it is persistent and has
+ * a peer to put to (one-shot requests run auto's choice instead), Bruck for
+ * alltoall only (v: auto's choice); auto, anything. */
+static void check_alg(oc_request_t *req, oc_alg_t want, int persistent, int v, const char *label)
 {
-    if (want == OC_ALG_PUT && nprocs > 1)
-        CHECK(oc_request_alg(req) == OC_ALG_PUT, "%s: the request runs %s", label,
-              oc_alg_name(oc_request_alg(req)));
+    if (want == OC_ALG_AUTO || (want == OC_ALG_PUT && (!persistent || nprocs == 1)) ||
+        (want == OC_ALG_BRUCK && v))
+        return;
+    CHECK(oc_request_alg(req) == want, "%s: the %s%s request runs %s, not %s", label,
+          persistent ? "persistent " : "", v ? "alltoallv" : "alltoall",
+          oc_alg_name(oc_request_alg(req)), oc_alg_name(want));
 }
 
 /* rounds 0: one oc_ialltoall; else a persistent request started rounds times. */
@@ -48,7 +53,7 @@ static void test_alltoall(oc_team_t *team, size_t block, int salt, int rounds, o
 
     if (rounds > 0) {
         CHECK_OC(oc_alltoall_init(team, s, r, block, &req));
-        check_alg(req, alg, label);
+        check_alg(req, alg, 1, 0, label);
     }
     for (round = 0; round < (rounds > 0 ? rounds : 1); round++) {
         check_fill(s, rank, nprocs, block, salt + round);
@@ -56,8 +61,10 @@ static void test_alltoall(oc_team_t *team, size_t block, int salt, int rounds, o
         MPI_Alltoall(s, (int)block, MPI_BYTE, ref, (int)block, MPI_BYTE, MPI_COMM_WORLD);
         if (rounds > 0)
             CHECK_OC(oc_start(req));
-        else
+        else {
             CHECK_OC(oc_ialltoall(team, s, r, block, &req));
+            check_alg(req, alg, 0, 0, label);
+        }
         CHECK_OC(oc_wait(req));
         CHECK(memcmp(r, ref, total) == 0, "%s block %zu round %d: data differs from "
               "MPI_Alltoall", label, block, round);
@@ -112,7 +119,7 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, int rounds, 
     }
     if (rounds > 0) {
         CHECK_OC(oc_alltoallv_init(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
-        check_alg(req, alg, label);
+        check_alg(req, alg, 1, 1, label);
     }
     for (round = 0; round < (rounds > 0 ? rounds : 1); round++) {
         for (p = 0; p < nprocs; p++)
@@ -123,8 +130,10 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, int rounds, 
         MPI_Alltoallv(s, isc, isd, MPI_BYTE, ref, irc, ird, MPI_BYTE, MPI_COMM_WORLD);
         if (rounds > 0)
             CHECK_OC(oc_start(req));
-        else
+        else {
             CHECK_OC(oc_ialltoallv(team, s, stot, sc, sd, r, rtot, rc, rd, &req));
+            check_alg(req, alg, 0, 1, label);
+        }
         CHECK_OC(oc_wait(req));
         CHECK(memcmp(r, ref, rtot + 1) == 0, "%s alltoallv scale %zu round %d: differs from "
               "MPI_Alltoallv", label, scale, round);
