@@ -33,6 +33,16 @@ static void result_alloc(result_t *r, const awp_scenario_t *sc)
         r->field[f] = calloc(cells(sc), sizeof(float));
 }
 
+/* Before each run: bytes no run writes (a NaN pattern), so that a run which
+ * delivers nothing is not compared against the previous run's output. */
+static void result_poison(result_t *r, const awp_scenario_t *sc)
+{
+    int f;
+    memset(r->traces, 0xFF, ((size_t)sc->nrec * (size_t)sc->steps * 3 + 1) * sizeof(float));
+    for (f = 0; f < AWP_NFIELDS; f++)
+        memset(r->field[f], 0xFF, cells(sc) * sizeof(float));
+}
+
 static void result_free(result_t *r)
 {
     int f;
@@ -134,6 +144,8 @@ int main(int argc, char **argv)
             rc = awp_scenario_load(&par, argv[1], 2, ov);
             if (rc == 0)
                 rc = awp_scenario_check(&par, size);
+            if (rank == 0)
+                result_poison(&got, &sc);
             if (rc == 0)
                 rc = run(&par, MPI_COMM_WORLD, &got);
             CHECK(rc == 0, "%s", awp_last_error());
