@@ -17,6 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "ut_data.h"
 #include "ut_ranks.h"
 
 enum { N = 2, PAGE = 4096, BLOCK = 32 * PAGE, TIMEOUT_S = 60 };
@@ -32,6 +33,7 @@ static void *rank_main(void *arg)
     oc_team_t *team = NULL;
     oc_request_t *req = NULL;
     oc_status_t st = OC_ERR_INTERNAL;
+    size_t i;
 
     if (!CHECK_OC(oc_config_init(&cfg)) || !CHECK(buf != NULL, "out of memory"))
         return NULL; /* the peer then reports this rank hanging */
@@ -64,8 +66,13 @@ static void *rank_main(void *arg)
             CHECK_OC(oc_request_free(req));
         req = NULL;
         ut_barrier(me);
-        if (CHECK_OC(oc_ialltoall(team, s, r, 32, &req)))
-            CHECK_OC(oc_wait(req));
+        for (i = 0; i < sizeof(s); i++)
+            s[i] = ut_pattern(rank, (int)(i / 32), i % 32, 5);
+        if (CHECK_OC(oc_ialltoall(team, s, r, 32, &req)) && CHECK_OC(oc_wait(req)))
+            for (i = 0; i < sizeof(r); i++)
+                if (!CHECK(r[i] == ut_pattern((int)(i / 32), rank, i % 32, 5),
+                           "the exchange after the failure: byte %zu is wrong", i))
+                    break;
         if (req != NULL)
             CHECK_OC(oc_request_free(req));
     } else {

@@ -77,7 +77,7 @@ static void *rank_main(void *arg)
     ok = ut_open(me, &cfg, &ctx, &team);
     ut_barrier(me); /* both connected */
     if (ok)
-        st = one_way(team, rank, s, r, &req); /* rank 1's RTS goes out here */
+        CHECK_OC(st = one_way(team, rank, s, r, &req)); /* rank 1's RTS goes out here */
     if (st == OC_OK && rank == 0) {
         st = oc_wait(req);
         CHECK(st == OC_ERR_TIMEOUT, "the receive whose sender never writes: %s, not a timeout",
