@@ -13,6 +13,7 @@
 #include "oc_list.h"
 #include "oc_sync.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucp/api/ucp.h>
@@ -56,7 +57,15 @@ typedef struct {
     oc_nic_amq_t am;           /* control messages to deliver */
     oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
     size_t nflushed, flushed_cap;
+    struct late_buf *late;     /* drop_unexpected()'s buffers still being written */
 } nic_ucx_t;
+
+/* A buffer a dropped message was still arriving into: kept until the worker
+ * is destroyed (a matched receive cannot be cancelled). */
+struct late_buf {
+    struct late_buf *next;
+    max_align_t data[];
+};
 
 static inline uint64_t make_tag(uint32_t team_id, uint32_t seq, int rank)
 {
@@ -90,10 +99,15 @@ static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
     return &slot->list->tasks[slot - slot->list->slots];
 }
 
-/* A completion's status, with the reason in oc_last_error(). */
+/* A completion's status, with the reason in oc_last_error(). Once its list
+ * is cancelled the owner may have freed the tasks (oc_nic.h): nothing of
+ * them is read then. */
 static oc_status_t slot_status(const oc_nic_slot_t *slot, ucs_status_t st)
 {
-    const oc_task_t *t = slot_task(slot);
+    const oc_task_t *t;
+    if (slot->list->cancelled)
+        return OC_ERR_TIMEOUT;
+    t = slot_task(slot);
     switch (st) {
     case UCS_OK: return OC_OK;
     case UCS_ERR_CANCELED: return OC_ERR_TIMEOUT;
@@ -117,7 +131,10 @@ static void send_cb(void *request, ucs_status_t st, void *user_data)
 static oc_status_t recv_status(const oc_nic_slot_t *slot, ucs_status_t st,
                                const ucp_tag_recv_info_t *info)
 {
-    const oc_task_t *t = slot_task(slot);
+    const oc_task_t *t;
+    if (slot->list->cancelled)
+        return OC_ERR_TIMEOUT;
+    t = slot_task(slot);
     if (st == UCS_OK && info->length != t->len)
         return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
                         "message of %zu bytes", t->len, t->peer, info->length);
@@ -129,7 +146,7 @@ static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *i
 {
     oc_nic_slot_t *slot = user_data;
     ucp_request_free(request);
-    task_finished(slot, slot->list->cancelled ? OC_ERR_TIMEOUT : recv_status(slot, st, info));
+    task_finished(slot, recv_status(slot, st, info));
 }
 
 /* Marks a slot whose operation is being posted: the completion callback may
@@ -661,16 +678,22 @@ static void drop_unexpected(nic_ucx_t *nic)
 
     memset(&param, 0, sizeof(param));
     while ((msg = ucp_tag_probe_nb(nic->worker, 0, 0, 1, &info)) != NULL) {
-        void *buf = malloc(info.length ? info.length : 1);
-        void *r = buf ? ucp_tag_msg_recv_nbx(nic->worker, buf, info.length, msg, &param) : NULL;
+        struct late_buf *buf = malloc(sizeof(*buf) + (info.length ? info.length : 1));
+        void *r = buf ? ucp_tag_msg_recv_nbx(nic->worker, buf->data, info.length, msg, &param)
+                      : NULL;
+        int writing = 0;
         if (UCS_PTR_IS_PTR(r)) {
             while (ucp_request_check_status(r) == UCS_INPROGRESS && oc_time_now() < deadline)
                 ucp_worker_progress(nic->worker);
-            if (ucp_request_check_status(r) == UCS_INPROGRESS)
-                ucp_request_cancel(nic->worker, r);
-            ucp_request_free(r);
+            writing = ucp_request_check_status(r) == UCS_INPROGRESS;
+            ucp_request_free(r); /* it goes on internally: buf stays until the worker goes */
         }
-        free(buf);
+        if (writing) {
+            buf->next = nic->late;
+            nic->late = buf;
+        } else {
+            free(buf);
+        }
         dropped++;
     }
     oc_notice(nic->verbose && dropped, "dropped %zu message(s) of unfinished operations", dropped);
@@ -691,6 +714,11 @@ static void ucx_destroy(oc_nic_t *base)
         if (nic->address != NULL)
             ucp_worker_release_address(nic->worker, nic->address);
         ucp_worker_destroy(nic->worker);
+    }
+    while (nic->late != NULL) {
+        struct late_buf *b = nic->late;
+        nic->late = b->next;
+        free(b);
     }
     /* Windows abandoned after a failure: peers' late puts (emulated ones land
      * in this worker's progress) could reach them until the worker was gone. */
