@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # meson install into a scratch prefix, then build and run a one-file program
-# with nothing but `pkg-config --cflags --libs offcoll`.
+# with nothing but `pkg-config --cflags --libs offcoll`, and one using the
+# MPI helpers (offcoll_mpi.h) with mpicc.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
@@ -11,5 +12,15 @@ meson install -C "$tmp/build" >/dev/null
 pc=$(dirname "$(find "$tmp/prefix" -name offcoll.pc)")
 flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs offcoll)
 cc -o "$tmp/hello" "$src/tests/install/hello.c" $flags
-LD_LIBRARY_PATH=$(dirname "$(find "$tmp/prefix" -name 'liboffcoll.so' | head -1)") "$tmp/hello"
+libdir=$(dirname "$(find "$tmp/prefix" -name 'liboffcoll.so' | head -1)")
+LD_LIBRARY_PATH=$libdir "$tmp/hello"
 echo "install check: cc hello.c $flags -> ok"
+# The header-only MPI helpers, where MPI is installed: built with mpicc and
+# the same flags, run on two ranks.
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    mpicc -o "$tmp/hello_mpi" "$src/tests/install/hello_mpi.c" $flags
+    LD_LIBRARY_PATH=$libdir mpirun -x LD_LIBRARY_PATH -np 2 "$tmp/hello_mpi"
+    echo "install check: mpicc hello_mpi.c $flags -> ok"
+else
+    echo "install check: SKIP hello_mpi.c: no mpicc/mpirun"
+fi
