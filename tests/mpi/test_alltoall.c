@@ -92,8 +92,9 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, int rounds, 
     oc_request_t *req = NULL;
     int p, round;
 
-    /* count from a to b: zero when (a + 2b) % 3 == 0, else uneven. */
-#define COUNT(a, b) ((((a) + 2 * (b)) % 3 == 0) ? 0 : scale * (size_t)(1 + (a) + 3 * (b)))
+    /* count from a to b: zero when (a + 2b) % 3 == 2, else uneven; a rank's
+     * block to itself is never zero, so one rank moves data too. */
+#define COUNT(a, b) ((((a) + 2 * (b)) % 3 == 2) ? 0 : scale * (size_t)(1 + (a) + 3 * (b)))
     for (p = 0; p < nprocs; p++) {
         sc[p] = COUNT(rank, p);
         rc[p] = COUNT(p, rank);
