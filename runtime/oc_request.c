@@ -146,8 +146,6 @@ static void req_complete(oc_pe_exec_t *x, oc_status_t st)
     oc_request_t *req = x->owner;
     uint32_t old;
     req->result = st;
-    if (st != OC_OK)
-        memcpy(req->detail, x->detail, sizeof(req->detail));
     old = atomic_exchange(&req->state, OC_REQ_DONE);
     if (old & OC_REQ_WAITERS)
         oc_futex_wake_all(&req->state);
@@ -630,10 +628,12 @@ static oc_status_t take_result(oc_request_t *req)
      * schedule has run to its end. */
     if (req->persistent && st != OC_OK && (st != OC_ERR_MISMATCH || req->win != NULL))
         req->broken = st;
+    /* The reason is the completed execution's, written before it published
+     * DONE; nothing restarts it before this thread returns. */
     if (st != OC_OK && st != OC_ERR_TIMEOUT)
         oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s%s", req->opname, req->seq,
                  req->team->size,
-                 req->detail[0] != '\0'     ? req->detail
+                 req->x->detail[0] != '\0'  ? req->x->detail
                  : st == OC_ERR_MISMATCH ? "a peer sent a different number of bytes than "
                                            "this rank expects"
                                          : oc_status_string(st),

@@ -66,8 +66,6 @@ typedef struct oc_request {
                                        (and so notifies each start) */
     _Atomic uint32_t state;
     oc_status_t result;             /* written before state becomes DONE */
-    char detail[sizeof(((oc_pe_exec_t *)0)->detail)]; /* result's reason, from the engine's
-                                                         thread; "" if none */
     _Atomic uint32_t *presence;     /* per rank, during a timeout diagnosis */
     _Atomic uint32_t starts;        /* oc_start calls: a member whose count is lower has
                                        not started this round of a persistent request */

@@ -132,13 +132,13 @@ static oc_status_t recv_status(const oc_nic_slot_t *slot, ucs_status_t st,
                                const ucp_tag_recv_info_t *info)
 {
     const oc_task_t *t;
-    if (slot->list->cancelled)
-        return OC_ERR_TIMEOUT;
+    if (st != UCS_OK || slot->list->cancelled)
+        return slot_status(slot, st);
     t = slot_task(slot);
-    if (st == UCS_OK && info->length != t->len)
+    if (info->length != t->len)
         return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
                         "message of %zu bytes", t->len, t->peer, info->length);
-    return slot_status(slot, st);
+    return OC_OK;
 }
 
 static void recv_cb(void *request, ucs_status_t st, const ucp_tag_recv_info_t *info,
