@@ -116,10 +116,13 @@ typedef struct {
     oc_status_t st;
 } waiter_t;
 
+/* Its oc_wait is itself refused while the test thread is inside oc_test on
+ * the request (either thread may come second): it tries again. */
 static void *waiter_main(void *arg)
 {
     waiter_t *w = arg;
-    w->st = oc_wait(w->req);
+    while ((w->st = oc_wait(w->req)) == OC_ERR_BUSY)
+        sched_yield();
     return NULL;
 }
 
@@ -148,8 +151,9 @@ static void in_use(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
                CHECK(pthread_create(&th, NULL, waiter_main, &w) == 0, "pthread_create failed")) {
         deadline = time(NULL) + BUSY_WAIT_S;
         while (st == OC_INPROGRESS && time(NULL) < deadline) {
+            const struct timespec pause = {0, 1000000};
             st = oc_test(w.req);
-            sched_yield();
+            nanosleep(&pause, NULL); /* time for the waiter to get in and stay */
         }
         if (CHECK(st == OC_ERR_BUSY, "oc_test beside a thread in oc_wait: %s, not OC_ERR_BUSY",
                   oc_status_string(st)))
