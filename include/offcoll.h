@@ -37,6 +37,14 @@
 extern "C" {
 #endif
 
+/* The library exports only what this header declares (it is built with
+ * hidden visibility), so that its internal layers stay private to it. */
+#if defined(__GNUC__)
+#define OC_API __attribute__((visibility("default")))
+#else
+#define OC_API
+#endif
+
 #define OC_VERSION_MAJOR 0
 #define OC_VERSION_MINOR 1
 #define OC_VERSION_PATCH 0
@@ -58,16 +66,17 @@ typedef enum {
 } oc_status_t;
 
 /** Static, human-readable name of a status ("OC_ERR_TIMEOUT: ..."). Never NULL. */
-const char *oc_status_string(oc_status_t status);
+OC_API const char *oc_status_string(oc_status_t status);
 
-/** Detail of the last error raised on the calling thread ("" if none).
+/** Detail of the last error raised on the calling thread ("" if none). Like
+ *  errno, a call that succeeds leaves it as it was: read it after a failure.
  *  The string is owned by the library and valid until the thread's next call. */
-const char *oc_last_error(void);
+OC_API const char *oc_last_error(void);
 
 /** Makes detail (copied) the calling thread's oc_last_error() and returns
  *  status: for layers on top of offcoll, such as the helpers of
  *  offcoll_mpi.h, to report their own argument errors the same way. */
-oc_status_t oc_set_last_error(oc_status_t status, const char *detail);
+OC_API oc_status_t oc_set_last_error(oc_status_t status, const char *detail);
 
 typedef struct oc_context oc_context_t;
 typedef struct oc_team oc_team_t;
@@ -101,7 +110,8 @@ typedef struct {
     oc_progress_mode_t progress;  /**< OC_PROGRESS=thread|inline */
     oc_backend_kind_t backend;    /**< OC_BACKEND=auto|ucx|verbs; auto: verbs where an
                                        RDMA device opens, else UCX. The verbs backend
-                                       reads OC_VERBS_TRIGGER=auto|wait|thread itself
+                                       reads OC_VERBS_TRIGGER=auto|wait|thread and
+                                       OC_VERBS_MAX_PEERS itself when it opens
                                        (offload/verbs/README.md) */
     unsigned list_max;            /**< OC_LIST_MAX: tasks per task list (>= 2) */
     unsigned ringk;               /**< OC_RINGK: peer pairs per ring-k stage (>= 1) */
@@ -120,56 +130,63 @@ typedef struct {
 
 /** Defaults overridden by the OC_* environment variables. A malformed variable
  *  returns OC_ERR_INVALID_ARG naming it; *cfg then holds the defaults. */
-oc_status_t oc_config_init(oc_config_t *cfg);
+OC_API oc_status_t oc_config_init(oc_config_t *cfg);
 
 /** Writes every configuration value, one "NAME = value" per line, into buf
  *  (truncated to size). Returns OC_ERR_INVALID_ARG for NULL arguments. */
-oc_status_t oc_config_print(const oc_config_t *cfg, char *buf, size_t size);
+OC_API oc_status_t oc_config_print(const oc_config_t *cfg, char *buf, size_t size);
 
 /** Names of the enum values, as used in the environment ("ringk"...);
  *  "invalid" for a value outside the enum. */
-const char *oc_alg_name(oc_alg_t alg);
+OC_API const char *oc_alg_name(oc_alg_t alg);
 
 /** Creates a context: backend, progress engine (thread started in thread mode),
- *  endpoint cache. cfg NULL means oc_config_init(). Not thread-safe. With
- *  progress_cpus "auto" the calling thread leaves the CPU the progress thread
- *  takes, until oc_finalize (see oc_context_progress_info). */
-oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
+ *  endpoint cache. cfg NULL means oc_config_init(); cfg is copied. Several
+ *  threads may create contexts at once, one each. With progress_cpus "auto"
+ *  the calling thread leaves the CPU the progress thread takes, until
+ *  oc_finalize (see oc_context_progress_info). */
+OC_API oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
 
-/** Stops the progress engine and releases the context. Teams and requests of
- *  the context must have been freed; active requests make it OC_ERR_BUSY.
+/** Stops the progress engine and releases the context. Every team and request
+ *  of the context must have been freed (windows and halo plans belong to
+ *  teams): one not freed, active or not, makes it OC_ERR_BUSY. No other call
+ *  on ctx, its teams or requests may run meanwhile.
  *  Also releases what was kept after failures (windows, halo plans and
  *  buffers whose transfers could not be cancelled); transfers still in flight
  *  then get about a second to end before the backend is torn down. */
-oc_status_t oc_finalize(oc_context_t *ctx);
+OC_API oc_status_t oc_finalize(oc_context_t *ctx);
 
-/** The configuration in force for ctx (copied into *cfg). */
-oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg);
+/** The configuration in force for ctx (copied into *cfg). Thread-safe. */
+OC_API oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg);
 
 /** Per-context statistics, cumulative since oc_init. */
 typedef struct {
     uint64_t lists_posted;    /**< task lists handed to the backend */
     uint64_t tasks_posted;    /**< tasks in those lists */
     uint64_t wakeups;         /**< progress-thread returns from sleep */
-    uint64_t requests_started;
+    uint64_t requests_started;/**< schedules started: each start of a collective,
+                                   oc_put and oc_halo_start, and the library.s own
+                                   (team and window set-up, votes) */
     uint64_t bytes_sent;      /**< payload handed to the network */
     uint64_t bytes_copied;    /**< local copies (self blocks, packing) */
     double progress_cpu_s;    /**< CPU time of the progress thread (0 inline) */
 } oc_stats_t;
 
-oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
+/** Copies ctx's statistics into *stats. Thread-safe; the fields are read one by
+ *  one, so a snapshot taken while operations run may be slightly inconsistent. */
+OC_API oc_status_t oc_context_stats(const oc_context_t *ctx, oc_stats_t *stats);
 
 /** Short description of the backend in use and why ("ucx 1.13.1 (verbs: no
  *  RDMA device (ENOSYS: ...))", or "verbs: mlx5_0 port 1 (InfiniBand, LID 7),
  *  trigger: thread (...), registration cache: on, up to 256 peers"). Owned
- *  by the context; "" for a NULL one. */
-const char *oc_context_backend_info(const oc_context_t *ctx);
+ *  by the context, fixed at oc_init (so thread-safe); "" for a NULL one. */
+OC_API const char *oc_context_backend_info(const oc_context_t *ctx);
 
 /** Where the progress engine runs ("thread, on CPU 3 (OC_PROGRESS_CPUS=auto;
  *  process CPUs 2-3)", "thread, on the process's only CPU 0 ...", "inline:
- *  ..."): overlap needs a CPU for the thread. Owned by the context; "" for a
- *  NULL one. */
-const char *oc_context_progress_info(const oc_context_t *ctx);
+ *  ..."): overlap needs a CPU for the thread. Owned by the context, fixed at
+ *  oc_init; "" for a NULL one. */
+OC_API const char *oc_context_progress_info(const oc_context_t *ctx);
 
 /* ---- Teams ---------------------------------------------------------------- */
 
@@ -191,21 +208,25 @@ typedef struct {
  *  failed) still takes part, and the others return OC_ERR_MISMATCH naming
  *  it. Only a member whose params are unusable (NULL, bad rank or size, no
  *  allgather), or that cannot allocate a few bytes per member for the first
- *  round, returns at once, leaving the others in their allgather. */
-oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
-                           oc_team_t **team);
+ *  round, returns at once, leaving the others in their allgather. params is
+ *  used only during the call. */
+OC_API oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
+                                  oc_team_t **team);
 
-/** Releases a team (local). Requests on it must have been freed (OC_ERR_BUSY). */
-oc_status_t oc_team_free(oc_team_t *team);
+/** Releases a team (local; waits briefly for the progress engine). Its
+ *  requests, windows and halo plans must have been freed first (else
+ *  OC_ERR_BUSY). No other call on the team may run meanwhile. */
+OC_API oc_status_t oc_team_free(oc_team_t *team);
 
 /** Prints, for every other member, a line naming the transports the backend
  *  uses to reach it and the OC_INTRANODE mode, then the backend's detailed
- *  description (UCX lanes). Blocks briefly on the progress engine. */
-oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out);
+ *  description (UCX lanes). Blocks briefly on the progress engine; any
+ *  thread. out stays the caller's. */
+OC_API oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out);
 
 /** Rank and size of this process in the team; -1 for a NULL team. */
-int oc_team_rank(const oc_team_t *team);
-int oc_team_size(const oc_team_t *team);
+OC_API int oc_team_rank(const oc_team_t *team);
+OC_API int oc_team_size(const oc_team_t *team);
 
 /* ---- Collectives ------------------------------------------------------------ */
 
@@ -221,8 +242,8 @@ int oc_team_size(const oc_team_t *team);
  *  request is active on return; complete it with oc_test/oc_wait and release
  *  it with oc_request_free. sbuf and rbuf must not overlap; sbuf may be
  *  OC_IN_PLACE. */
-oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
-                         size_t block_bytes, oc_request_t **req);
+OC_API oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
+                                size_t block_bytes, oc_request_t **req);
 
 /** Starts an all-to-all of variable blocks, in bytes: scounts[i] bytes from
  *  sbuf + sdispls[i] go to rank i; rcounts[i] bytes from rank i land at
@@ -231,12 +252,12 @@ oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
  *  and displacement arrays are not referenced after the call. With sbuf
  *  OC_IN_PLACE, sbuf_bytes, scounts and sdispls are ignored: rcounts[i]
  *  bytes at rdispls[i] of rbuf go to rank i, whose rcounts must say the same. */
-oc_status_t oc_ialltoallv(oc_team_t *team,
-                          const void *sbuf, size_t sbuf_bytes,
-                          const size_t *scounts, const size_t *sdispls,
-                          void *rbuf, size_t rbuf_bytes,
-                          const size_t *rcounts, const size_t *rdispls,
-                          oc_request_t **req);
+OC_API oc_status_t oc_ialltoallv(oc_team_t *team,
+                                 const void *sbuf, size_t sbuf_bytes,
+                                 const size_t *scounts, const size_t *sdispls,
+                                 void *rbuf, size_t rbuf_bytes,
+                                 const size_t *rcounts, const size_t *rdispls,
+                                 oc_request_t **req);
 
 /** Persistent forms (MPI-4 semantics): collective set-up, once, that builds
  *  the schedule; the request starts inactive and is started with oc_start as
@@ -246,41 +267,41 @@ oc_status_t oc_ialltoallv(oc_team_t *team,
  *  member fail it on all. With the put algorithm the request owns a window
  *  (twice the bytes received from the peers), and a failed start makes it
  *  refuse further starts (free it and set it up again). */
-oc_status_t oc_alltoall_init(oc_team_t *team, const void *sbuf, void *rbuf,
-                             size_t block_bytes, oc_request_t **req);
-oc_status_t oc_alltoallv_init(oc_team_t *team,
-                              const void *sbuf, size_t sbuf_bytes,
-                              const size_t *scounts, const size_t *sdispls,
-                              void *rbuf, size_t rbuf_bytes,
-                              const size_t *rcounts, const size_t *rdispls,
-                              oc_request_t **req);
+OC_API oc_status_t oc_alltoall_init(oc_team_t *team, const void *sbuf, void *rbuf,
+                                    size_t block_bytes, oc_request_t **req);
+OC_API oc_status_t oc_alltoallv_init(oc_team_t *team,
+                                     const void *sbuf, size_t sbuf_bytes,
+                                     const size_t *scounts, const size_t *sdispls,
+                                     void *rbuf, size_t rbuf_bytes,
+                                     const size_t *rcounts, const size_t *rdispls,
+                                     oc_request_t **req);
 
 /** Starts an inactive persistent request; OC_ERR_BUSY if it is active,
  *  OC_ERR_INVALID_ARG if an earlier start failed (timed out; for a put
  *  request, failed in any way): its late messages could be taken for the new
  *  start's. Free such a request and create it again. */
-oc_status_t oc_start(oc_request_t *req);
+OC_API oc_status_t oc_start(oc_request_t *req);
 
 /** OC_OK when the operation has completed (the request becomes inactive, or
  *  stays complete), OC_INPROGRESS when not yet, or the operation's error.
  *  Never blocks. In inline mode it also advances the schedule. */
-oc_status_t oc_test(oc_request_t *req);
+OC_API oc_status_t oc_test(oc_request_t *req);
 
 /** Blocks until the operation completes; sleeps in thread mode. After
  *  OC_TIMEOUT_S it cancels the operation and returns OC_ERR_TIMEOUT;
  *  oc_last_error() then names the ranks that never took part. */
-oc_status_t oc_wait(oc_request_t *req);
+OC_API oc_status_t oc_wait(oc_request_t *req);
 
 /** Releases a request that is not active (OC_ERR_BUSY otherwise). Local,
  *  except for a put request: every member frees it, in the same order as
  *  the team's other collectives, so that no peer's blocks are still on
  *  their way into its window (as oc_win_free). Any status other than
  *  OC_ERR_BUSY (a put request's failed agreement too) means it is gone. */
-oc_status_t oc_request_free(oc_request_t *req);
+OC_API oc_status_t oc_request_free(oc_request_t *req);
 
 /** The algorithm a request runs (after auto selection); OC_ALG_AUTO for a
  *  NULL request. */
-oc_alg_t oc_request_alg(const oc_request_t *req);
+OC_API oc_alg_t oc_request_alg(const oc_request_t *req);
 
 /* ---- One-sided windows and notified puts ----------------------------------------
  *
@@ -309,19 +330,19 @@ typedef struct oc_win oc_win_t;
  *  here, so every member must call it, in the same order as its collectives.
  *  A member that refuses its arguments (team NULL aside) or fails still takes
  *  part: the others return OC_ERR_MISMATCH naming it. */
-oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
-                          oc_win_t **win);
+OC_API oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
+                                 oc_win_t **win);
 
 /** Collective: completes this member's puts (as oc_win_flush), waits until
  *  every member has done so, then releases the window and its memory. If a
  *  member's puts did not complete (a timeout) or a member never came, the
  *  window is gone for the team all the same, but its memory is kept until
  *  oc_finalize for the late puts that may still land in it. */
-oc_status_t oc_win_free(oc_win_t *win);
+OC_API oc_status_t oc_win_free(oc_win_t *win);
 
 /** Stores in *size the size of target's window in bytes (as given to
  *  oc_win_create on that rank). Local; any thread. */
-oc_status_t oc_win_size(const oc_win_t *win, int target, size_t *size);
+OC_API oc_status_t oc_win_size(const oc_win_t *win, int target, size_t *size);
 
 /** Sets *ptr to this process's address of target's window memory where it
  *  can load and store it directly (a peer on this host over shared memory;
@@ -330,7 +351,7 @@ oc_status_t oc_win_size(const oc_win_t *win, int target, size_t *size);
  *  without that), or OC_ERR_INVALID_ARG. Valid until oc_win_free; any
  *  thread. Stores through it are plain memory writes: no notification, no
  *  ordering with puts. Halo plans copy faces straight into such windows. */
-oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr);
+OC_API oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr);
 
 /** Starts a put of len bytes from src into target's window at offset, and
  *  returns. src must stay unchanged until oc_win_flush returns. A range not
@@ -340,33 +361,34 @@ oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr);
  *  (TCP, OC_INTRANODE=loopback here) UCX emulates the put, and it moves only
  *  while the target's engine progresses: in inline mode, only inside the
  *  target's offcoll calls. */
-oc_status_t oc_put(oc_win_t *win, int target, size_t offset, const void *src, size_t len);
+OC_API oc_status_t oc_put(oc_win_t *win, int target, size_t offset, const void *src, size_t len);
 
 /** As oc_put; once the data is complete at the target, the target's counter
  *  (0..ncounters-1) is incremented by one and its progress engine woken
  *  (also for len 0). Notifications may overtake each other; counts are
  *  exact. */
-oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *src,
-                          size_t len, unsigned counter);
+OC_API oc_status_t oc_put_notify(oc_win_t *win, int target, size_t offset, const void *src,
+                                 size_t len, unsigned counter);
 
 /** Blocks until every put this process started on win before the call is
  *  complete at its target (src buffers may then be reused). Returns the first
  *  error of the window's puts since the last flush that returned one. It
  *  waits until none of the window's puts is in flight: puts that other
  *  threads start meanwhile are waited for too, and of flushes on several
- *  threads at once the first to return takes the error. */
-oc_status_t oc_win_flush(oc_win_t *win);
+ *  threads at once the first to return takes the error. After OC_TIMEOUT_S
+ *  with puts still in flight: OC_ERR_TIMEOUT, saying how many. */
+OC_API oc_status_t oc_win_flush(oc_win_t *win);
 
 /** Blocks until counter holds at least expected notifications not consumed
  *  yet, and consumes expected of them (0 returns at once). Sleeps in thread
  *  mode (progresses in inline mode). After OC_TIMEOUT_S returns
  *  OC_ERR_TIMEOUT and consumes nothing; oc_last_error() then says how many
  *  arrived and which ranks sent none since the last completed wait. */
-oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected);
+OC_API oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected);
 
 /** As oc_notify_wait without blocking: OC_OK (and consumes) if expected
  *  notifications are there, OC_INPROGRESS if not. */
-oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
+OC_API oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
 
 /* ---- Halo-exchange plans -----------------------------------------------------------
  *
@@ -378,6 +400,8 @@ oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
  * receive the neighbours' boundary layers. The plan owns a window; faces are
  * packed, put into the neighbours' windows with notification, and unpacked by
  * the progress engine, so start and wait cost the caller almost nothing.
+ * Threads: a field is used by one thread at a time (start, test, wait), and
+ * oc_halo_free runs alone on the plan.
  *
  * Zero the parameter and field structures before filling them ({0} or
  * memset): a member added in a later version then takes its default.
@@ -409,15 +433,15 @@ typedef struct {
  *  failed (out of memory) on one member fails on all, with an error naming
  *  it; only team or halo NULL return at once. The fields' arrays must stay valid until
  *  oc_halo_free. */
-oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
-                           const oc_halo_field_t *fields, int nfields, oc_halo_t **halo);
+OC_API oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
+                                  const oc_halo_field_t *fields, int nfields, oc_halo_t **halo);
 
 /** Starts the exchange of one field and returns. Until its oc_halo_wait
  *  returns, the field's outer w interior layers must not be written and its
  *  ghost cells not touched. OC_ERR_BUSY if that field is already in flight.
  *  Every member exchanges each field as often as the others; fields are
  *  independent, so members may start them in different orders. */
-oc_status_t oc_halo_start(oc_halo_t *halo, int field);
+OC_API oc_status_t oc_halo_start(oc_halo_t *halo, int field);
 
 /** Blocks until the field's ghost cells hold the neighbours' values and this
  *  rank's own faces have reached the neighbours (sleeps in thread mode).
@@ -425,20 +449,20 @@ oc_status_t oc_halo_start(oc_halo_t *halo, int field);
  *  came. OC_OK at once if the field is not in flight. After a failure the
  *  field refuses further starts (OC_ERR_INVALID_ARG): late faces could be
  *  taken for a later exchange's; free the plan and create it again. */
-oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
+OC_API oc_status_t oc_halo_wait(oc_halo_t *halo, int field);
 
 /** As oc_halo_wait without blocking: OC_OK when done, OC_INPROGRESS if not. */
-oc_status_t oc_halo_test(oc_halo_t *halo, int field);
+OC_API oc_status_t oc_halo_test(oc_halo_t *halo, int field);
 
 /** Stores in *rank the team rank of the neighbour at offset (dx, dy, dz),
  *  each -1, 0 or 1, or -1 where there is none (a non-periodic edge). Local. */
-oc_status_t oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz, int *rank);
+OC_API oc_status_t oc_halo_neighbor(const oc_halo_t *halo, int dx, int dy, int dz, int *rank);
 
 /** Collective: waits for fields in flight, then releases the plan. Where an
  *  exchange failed on any member, the plan's window is kept until oc_finalize
  *  (late faces may still land), and so are this member's pack buffers of its
  *  failed fields (their puts may still read them). */
-oc_status_t oc_halo_free(oc_halo_t *halo);
+OC_API oc_status_t oc_halo_free(oc_halo_t *halo);
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,8 @@
 extern "C" {
 #endif
 
-/* Out-of-band allgather over an MPI communicator (arg points at the MPI_Comm). */
+/** Out-of-band allgather over an MPI communicator (arg points at the
+ *  MPI_Comm); the oc_oob_allgather_fn that oc_team_create_mpi passes. */
 static inline int oc_mpi_oob_allgather(const void *src, void *dst, size_t len, void *arg)
 {
     if (len > (size_t)INT32_MAX)
@@ -21,7 +22,9 @@ static inline int oc_mpi_oob_allgather(const void *src, void *dst, size_t len, v
                          *(MPI_Comm *)arg) == MPI_SUCCESS ? 0 : -1;
 }
 
-/** Creates a team with the members and ranks of comm; collective over comm. */
+/** Creates a team with the members and ranks of comm; collective over comm,
+ *  which is used only during the call (the team does not keep it). Returns
+ *  oc_team_create's status; OC_ERR_INVALID_ARG for MPI_COMM_NULL. */
 static inline oc_status_t oc_team_create_mpi(oc_context_t *ctx, MPI_Comm comm,
                                              oc_team_t **team)
 {
