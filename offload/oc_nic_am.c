@@ -21,7 +21,7 @@ void oc_nic_amq_push(oc_nic_amq_t *q, const char *who, const void *data, size_t 
 {
     oc_nic_am_msg_t *m = malloc(sizeof(*m) + len);
     if (m == NULL) {
-        oc_notice(1, "%s: out of memory: a control message of %zu bytes was lost", who, len);
+        oc_warn("%s: out of memory: a control message of %zu bytes was lost", who, len);
         return;
     }
     m->next = NULL;

@@ -2,8 +2,16 @@
 #include "oc_error.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Scratch blocks are chained, so that tasks built on an earlier block stay
+ * valid when a second builder adds its own to the same schedule. */
+typedef struct scratch_block {
+    struct scratch_block *next;
+    max_align_t data[];
+} scratch_block_t;
 
 void oc_sched_init(oc_sched_t *s, size_t list_max)
 {
@@ -13,9 +21,14 @@ void oc_sched_init(oc_sched_t *s, size_t list_max)
 
 void oc_sched_fini(oc_sched_t *s)
 {
+    scratch_block_t *b = s->scratch;
+    while (b != NULL) {
+        scratch_block_t *next = b->next;
+        free(b);
+        b = next;
+    }
     free(s->tasks);
     free(s->lists);
-    free(s->scratch);
     memset(s, 0, sizeof(*s));
 }
 
@@ -70,9 +83,15 @@ oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n)
 
 void *oc_sched_scratch(oc_sched_t *s, size_t size)
 {
-    free(s->scratch);
-    s->scratch = malloc(size ? size : 1);
-    return s->scratch;
+    scratch_block_t *b;
+    if (size > SIZE_MAX - sizeof(*b))
+        return NULL;
+    b = malloc(sizeof(*b) + size);
+    if (b == NULL)
+        return NULL;
+    b->next = s->scratch;
+    s->scratch = b;
+    return b->data;
 }
 
 /* One plane of rows. Offsets from the base, so that a negative stride never

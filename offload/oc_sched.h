@@ -54,7 +54,7 @@ typedef struct {
     size_t nlists, lists_cap;
     size_t list_max;
     int list_open;   /* 0: the next task starts a new list */
-    void *scratch;   /* temporary buffers owned by the schedule */
+    void *scratch;   /* buffers owned by the schedule, freed by oc_sched_fini */
 } oc_sched_t;
 
 void oc_sched_init(oc_sched_t *s, size_t list_max);
@@ -68,7 +68,8 @@ void oc_sched_end_list(oc_sched_t *s);
  * Starts a new list when the current one has no room. */
 oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n);
 
-/* Allocates size bytes of scratch owned by the schedule (one block per schedule). */
+/* Allocates size bytes owned by the schedule until oc_sched_fini (NULL when
+ * out of memory); earlier blocks stay valid. */
 void *oc_sched_scratch(oc_sched_t *s, size_t size);
 
 static inline oc_task_t oc_task_send(int peer, const void *src, size_t len)

@@ -52,9 +52,11 @@ void oc_error_append(const char *fmt, ...)
     va_end(ap);
 }
 
-void oc_error_clear(void)
+static void print_line(const char *prefix, const char *fmt, va_list ap)
 {
-    last_error[0] = '\0';
+    fputs(prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
 }
 
 void oc_notice(int verbose, const char *fmt, ...)
@@ -63,8 +65,14 @@ void oc_notice(int verbose, const char *fmt, ...)
     if (!verbose)
         return;
     va_start(ap, fmt);
-    fputs("offcoll: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_line("offcoll: ", fmt, ap);
+    va_end(ap);
+}
+
+void oc_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    print_line("offcoll: warning: ", fmt, ap);
     va_end(ap);
 }

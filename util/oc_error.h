@@ -11,9 +11,12 @@ oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
 /* Appends to the current detail (used to add context on the way up). */
 void oc_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-void oc_error_clear(void);
-
-/* One-line notice on stderr, prefixed "offcoll: ", when verbose. */
+/* One-line notice on stderr, prefixed "offcoll: ", when verbose (OC_VERBOSE). */
 void oc_notice(int verbose, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line on stderr, prefixed "offcoll: warning: ", whatever OC_VERBOSE says:
+ * for what the application cannot learn from a status (data lost on the
+ * progress thread, a connection that failed). */
+void oc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -100,15 +100,15 @@ static void recv_completed(vb_nic_t *nic, const struct ibv_wc *wc)
     if (wc->status != IBV_WC_SUCCESS) {
         /* A QP in error flushes its receives: posting again would loop. */
         if (wc->status != IBV_WC_WR_FLUSH_ERR || !nic->flush_reported)
-            oc_notice(1, "verbs: receive on QP 0x%x failed: %s; the peer is unreachable",
-                      wc->qp_num, ibv_wc_status_str(wc->status));
+            oc_warn("verbs: receive on QP 0x%x failed: %s; the peer is unreachable",
+                    wc->qp_num, ibv_wc_status_str(wc->status));
         nic->flush_reported |= wc->status == IBV_WC_WR_FLUSH_ERR;
         vb_qp_failed(nic, rb->ep, ibv_wc_status_str(wc->status));
         return;
     }
     vb_proto_arrival(nic, wc, rb);
     if (vb_qp_repost(nic, rb) != OC_OK)
-        oc_notice(1, "%s", oc_last_error());
+        oc_warn("%s", oc_last_error());
 }
 
 static unsigned poll_cq(vb_nic_t *nic, struct ibv_cq *cq,

@@ -92,7 +92,7 @@ static void send_proto(vb_nic_t *nic, oc_nic_ep_t *ep, const vb_hdr_t *h)
 {
     vb_op_t *op = vb_op_get(nic);
     if (op == NULL) {
-        oc_notice(1, "verbs: out of memory: a protocol message was lost");
+        oc_warn("verbs: out of memory: a protocol message was lost");
         return;
     }
     op->kind = VB_OP_PROTO;
@@ -271,7 +271,7 @@ static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payloa
         }
     x = malloc(sizeof(*x) + plen);
     if (x == NULL) {
-        oc_notice(1, "verbs: out of memory: an early message of %zu bytes was lost", plen);
+        oc_warn("verbs: out of memory: an early message of %zu bytes was lost", plen);
         return;
     }
     x->next = NULL;
@@ -523,8 +523,8 @@ void vb_proto_peer_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why)
     oc_status_t st = oc_error(OC_ERR_BACKEND, "verbs: the connection to QP 0x%x failed (%s)",
                               ep->peer_qpn, why);
     unsigned n = end_held(nic, through, ep, st, 0);
-    oc_notice(1, "verbs: the connection to QP 0x%x failed (%s); %u transfer(s) waiting on it "
-              "end with an error", ep->peer_qpn, why, n);
+    oc_warn("verbs: the connection to QP 0x%x failed (%s); %u transfer(s) waiting on it "
+            "end with an error", ep->peer_qpn, why, n);
 }
 
 /* ---- control messages ----------------------------------------------------------- */

@@ -237,8 +237,8 @@ static void post_wait(vb_nic_t *nic, oc_nic_ep_t *ep)
         nic->trig.waited = nic->trig.posted;
     } else {
         if (rc != 0)
-            oc_notice(1, "verbs: cross-channel WAIT not posted (%s): the list is checked in "
-                      "software only", strerror(rc));
+            oc_warn("verbs: cross-channel WAIT not posted (%s): the list is checked in "
+                    "software only", strerror(rc));
         if (ep->pend_head != NULL)
             ep->pend_head->sq_slots = 1; /* its trigger write frees its own slot only */
     }

@@ -95,7 +95,7 @@ void vb_trigger_stage(vb_nic_t *nic, oc_nic_list_t *list, unsigned sq_slots)
     vb_op_t *op = vb_op_get(nic);
     if (op == NULL) {
         /* The list cannot end: its request times out and says why here. */
-        oc_notice(1, "verbs: out of memory for a trigger write; a list is left unfinished");
+        oc_warn("verbs: out of memory for a trigger write; a list is left unfinished");
         return;
     }
     op->kind = VB_OP_TRIGGER;
