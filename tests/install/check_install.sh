@@ -15,6 +15,15 @@ cc -o "$tmp/hello" "$src/tests/install/hello.c" $flags
 libdir=$(dirname "$(find "$tmp/prefix" -name 'liboffcoll.so' | head -1)")
 LD_LIBRARY_PATH=$libdir "$tmp/hello"
 echo "install check: cc hello.c $flags -> ok"
+# The library exports the calls its header declares (OC_API), nothing else.
+exported=$(nm -D --defined-only "$libdir/liboffcoll.so" | awk '$2 == "T" {print $3}' | sort)
+declared=$(sed -nE 's/^OC_API [^(]*[ *](oc_[a-z0-9_]+)\(.*/\1/p' "$src/include/offcoll.h" | sort)
+if [ "$exported" != "$declared" ]; then
+    echo "install check: liboffcoll.so exports other functions than offcoll.h declares:"
+    diff <(echo "$declared") <(echo "$exported") || true
+    exit 1
+fi
+echo "install check: exports exactly the $(echo "$declared" | wc -l) calls of offcoll.h -> ok"
 # The header-only MPI helpers, where MPI is installed: built with mpicc and
 # the same flags, run on two ranks.
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
