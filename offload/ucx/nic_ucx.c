@@ -7,6 +7,11 @@
  * and are delivered after ucp_worker_progress() returns, so that handlers
  * may send. A notification goes out once an endpoint flush has completed
  * the puts before it: UCX 1.13 has no fence that orders across lanes.
+ *
+ * Endpoints report a peer's failure (UCP_ERR_HANDLING_MODE_PEER): UCX then
+ * ends the sends, puts and flushes through the endpoint itself, but not the
+ * receives, which belong to the worker; those are found through the lists
+ * still in flight (nic->lists) and ended here.
  */
 #include "oc_nic.h"
 #include "oc_error.h"
@@ -23,6 +28,13 @@
 /* Transports of OC_INTRANODE=loopback: every network one, no shared memory. */
 #define LOOPBACK_TLS "^sm"
 
+/* How often UCX checks that a peer is still there. Over shared memory no
+ * message fails when a peer dies: only this check (is its process alive?)
+ * notices, so it bounds how long a transfer with a dead peer waits. Each
+ * round wakes the progress thread once and looks at each endpoint's
+ * process. UCX's own default is 20 s. */
+#define KEEPALIVE_INTERVAL "1s"
+
 /* Tag: [63..48] team id at the receiver, [47..20] operation number,
  * [19..0] sender's rank in the team. */
 #define TAG_TEAM_SHIFT 48
@@ -31,6 +43,9 @@
 struct oc_nic_ep {
     ucp_ep_h ep;
     struct oc_nic_ep *next;
+    struct nic_ucx *nic;
+    ucs_status_t failed;            /* UCS_OK while the peer is reachable */
+    struct oc_nic_ep *failed_next;  /* in nic->failing */
 };
 
 struct oc_nic_mem {
@@ -43,7 +58,7 @@ struct oc_nic_rkey {
     struct oc_nic_rkey *next, **prev; /* in nic->rkeys */
 };
 
-typedef struct {
+typedef struct nic_ucx {
     oc_nic_t base;
     ucp_context_h context;
     ucp_worker_h worker;
@@ -58,6 +73,9 @@ typedef struct {
     oc_nic_slot_t **flushed;   /* notifications whose flush completed, to send */
     size_t nflushed, flushed_cap;
     struct late_buf *late;     /* drop_unexpected()'s buffers still being written */
+    oc_nic_list_t **lists;     /* posted and not done yet, in no order */
+    size_t nlists, lists_cap;
+    struct oc_nic_ep *failing; /* failed since the last progress: receives to end */
 } nic_ucx_t;
 
 /* A buffer a dropped message was still arriving into: kept until the worker
@@ -73,6 +91,61 @@ static inline uint64_t make_tag(uint32_t team_id, uint32_t seq, int rank)
            ((uint64_t)(seq & OC_NIC_SEQ_MASK) << TAG_SEQ_SHIFT) | (uint64_t)rank;
 }
 
+/* Sets a UCX variable unless the user has set one of env (NULL-terminated). */
+static ucs_status_t config_default(ucp_config_t *config, const char *name, const char *value,
+                                   const char *const *env)
+{
+    for (; *env != NULL; env++)
+        if (getenv(*env) != NULL)
+            return UCS_OK;
+    return ucp_config_modify(config, name, value);
+}
+
+/* Whether the transport list tls (UCX_TLS syntax; NULL: all) takes sysv or
+ * posix. */
+static int tls_has_mm(const char *tls)
+{
+    static const char *const names[] = {"all", "sm", "shm", "mm", "sysv", "posix"};
+    char buf[256], *tok, *save = NULL;
+    int negated, named = 0;
+    size_t i;
+
+    if (tls == NULL)
+        return 1;
+    negated = tls[0] == '^';
+    snprintf(buf, sizeof(buf), "%s", tls + negated);
+    for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            named |= strcmp(tok, names[i]) == 0;
+    return named != negated;
+}
+
+/* UCX 1.13 gives an endpoint with peer error handling only transports that
+ * claim to detect a peer's failure; as shipped, sysv and posix do not, and
+ * cma is refused for rendezvous because its memory domain cannot invalidate
+ * a key. Without these, the endpoint to a process on this host would be
+ * TCP over loopback. Both claims are sound here: a shared-memory peer
+ * counts as failed only once its process is gone (the keepalive looks at
+ * the process), and a process that is gone reads and writes nothing more. */
+static ucs_status_t config_peer_errors(ucp_config_t *config, const char *tls)
+{
+    static const char *const mm_env[] = {"UCX_MM_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",
+                                         "UCX_POSIX_ERROR_HANDLING", NULL};
+    static const char *const inv_env[] = {"UCX_CMA_MEMORY_INVALIDATE", "UCX_MEMORY_INVALIDATE",
+                                          NULL};
+    static const char *const ka_env[] = {"UCX_KEEPALIVE_INTERVAL", NULL};
+    ucs_status_t st = UCS_OK;
+    /* A setting no transport takes earns a UCX warning at every start. */
+    if (tls_has_mm(tls))
+        st = config_default(config, "MM_ERROR_HANDLING", "y", mm_env);
+    /* as "CMA_MEMORY_INVALIDATE" it does not reach the memory domain in 1.13.1 */
+    if (st == UCS_OK)
+        st = config_default(config, "MEMORY_INVALIDATE", "y", inv_env);
+    if (st == UCS_OK)
+        st = config_default(config, "KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL, ka_env);
+    return st;
+}
+
 static oc_status_t ucx_error(const char *what, ucs_status_t st)
 {
     return oc_error(OC_ERR_BACKEND, "ucx: %s failed: %s", what, ucs_status_string(st));
@@ -85,18 +158,44 @@ const char *oc_nic_ucx_version(void)
 
 /* ---- task completion ---------------------------------------------------- */
 
+/* A list leaves nic->lists when it is done; few are in flight at once. */
+static void list_forget(nic_ucx_t *nic, oc_nic_list_t *list)
+{
+    size_t i = nic->nlists;
+    while (i-- > 0)
+        if (nic->lists[i] == list) {
+            nic->lists[i] = nic->lists[--nic->nlists];
+            return;
+        }
+}
+
 static void task_finished(oc_nic_slot_t *slot, oc_status_t status)
 {
     oc_nic_list_t *list = slot->list;
     slot->handle = NULL;
     oc_nic_list_fail(list, status);
-    if (--list->outstanding == 0)
+    if (--list->outstanding == 0) {
+        list_forget((nic_ucx_t *)list->nic, list);
         list->done(list);
+    }
 }
 
 static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
 {
     return &slot->list->tasks[slot - slot->list->slots];
+}
+
+/* The endpoint of t's peer; NULL for this process itself. */
+static struct oc_nic_ep *task_ep(const oc_nic_list_t *list, const oc_task_t *t)
+{
+    const oc_nic_match_t *m = list->match;
+    return t->peer == m->rank ? NULL : m->eps[t->peer];
+}
+
+static oc_status_t peer_failed(const oc_task_t *t, ucs_status_t why)
+{
+    return oc_error(OC_ERR_BACKEND, "ucx: a %s rank %d failed: the connection to it has failed "
+                    "(%s)", oc_task_verb(t->type), t->peer, ucs_status_string(why));
 }
 
 /* A completion's status, with the reason in oc_last_error(). Once its list
@@ -114,9 +213,13 @@ static oc_status_t slot_status(const oc_nic_slot_t *slot, ucs_status_t st)
     case UCS_ERR_MESSAGE_TRUNCATED:
         return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
                         "longer message", t->len, t->peer);
-    default:
+    default: {
+        const struct oc_nic_ep *ep = task_ep(slot->list, t);
+        if (ep != NULL && ep->failed != UCS_OK)
+            return peer_failed(t, ep->failed);
         return oc_error(OC_ERR_BACKEND, "ucx: %s rank %d failed: %s", oc_task_verb(t->type),
                         t->peer, ucs_status_string(st));
+    }
     }
 }
 
@@ -227,6 +330,12 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
         do_local(nic, t);
         return OC_OK;
     }
+    /* Only this task fails: the list's transfers with live peers go on, so
+     * that those peers are not left waiting for them. */
+    if (t->peer != m->rank && m->eps[t->peer]->failed != UCS_OK) {
+        oc_nic_list_fail(list, peer_failed(t, m->eps[t->peer]->failed));
+        return OC_OK;
+    }
     request_param(&param, slot);
     slot->handle = SLOT_POSTING;
     list->outstanding++;
@@ -291,7 +400,12 @@ static unsigned send_flushed(nic_ucx_t *nic)
     nic->nflushed = 0;
     for (i = 0; i < n; i++) {
         oc_nic_slot_t *slot = nic->flushed[i];
+        const oc_task_t *t = slot_task(slot);
         ucs_status_ptr_t sp;
+        if (slot->list->match->eps[t->peer]->failed != UCS_OK) {
+            task_finished(slot, peer_failed(t, slot->list->match->eps[t->peer]->failed));
+            continue;
+        }
         request_param(&param, slot);
         slot->handle = SLOT_POSTING;
         sp = send_notify(slot, &param);
@@ -335,6 +449,16 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     oc_status_t st = OC_OK;
     size_t i;
 
+    /* Room first: a list in flight that a peer's failure could not find
+     * would wait for its receives until it times out. */
+    if (nic->nlists == nic->lists_cap) {
+        size_t ncap = nic->lists_cap ? 2 * nic->lists_cap : 16;
+        oc_nic_list_t **n = realloc(nic->lists, ncap * sizeof(*n));
+        if (n == NULL)
+            return oc_error(OC_ERR_NO_MEMORY, "ucx: list of %zu lists in flight", ncap);
+        nic->lists = n;
+        nic->lists_cap = ncap;
+    }
     oc_task_do_copies(list->tasks, list->ntasks);
 
     /* One extra count, dropped after the loop, keeps done() from firing while
@@ -353,7 +477,68 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     }
     if (--list->outstanding == 0)
         return list->status;
+    nic->lists[nic->nlists++] = list;
     return OC_INPROGRESS;
+}
+
+/* UCX ends what goes through a failed endpoint, but a receive waits in the
+ * worker for any sender: end those of ep's peer. Cancelling completes a
+ * receive at once (recv_cb, here), and only its own list can become done
+ * then, leaving nic->lists at that index: hence the walk from the end.
+ * Cancelled lists are skipped (their tasks are no longer ours to read);
+ * their receives are being cancelled already. A receive already matched,
+ * its data coming by rendezvous, cannot be cancelled: UCX ends it through
+ * the endpoint it reads from. */
+static unsigned fail_receives(nic_ucx_t *nic, struct oc_nic_ep *ep)
+{
+    size_t l = nic->nlists, i;
+    unsigned n = 0;
+
+    while (l-- > 0) {
+        oc_nic_list_t *list = nic->lists[l];
+        if (list->cancelled)
+            continue;
+        for (i = 0; i < list->ntasks && l < nic->nlists && nic->lists[l] == list; i++) {
+            const oc_task_t *t = &list->tasks[i];
+            void *h = list->slots[i].handle;
+            if (t->type != OC_TASK_RECV || h == NULL || h == SLOT_POSTING ||
+                task_ep(list, t) != ep)
+                continue;
+            oc_nic_list_fail(list, peer_failed(t, ep->failed));
+            ucp_request_cancel(nic->worker, h);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Runs inside ucp_worker_progress(): the receives are ended after it returns
+ * (UCX calls are not made from inside its callbacks). From now on nothing is
+ * posted to ep's peer. */
+static void ep_error_cb(void *arg, ucp_ep_h uep, ucs_status_t st)
+{
+    struct oc_nic_ep *ep = arg;
+    (void)uep;
+    if (ep->failed != UCS_OK)
+        return;
+    ep->failed = st != UCS_OK ? st : UCS_ERR_ENDPOINT_TIMEOUT;
+    ep->failed_next = ep->nic->failing;
+    ep->nic->failing = ep;
+}
+
+static unsigned end_failed(nic_ucx_t *nic)
+{
+    unsigned n = 0;
+    while (nic->failing != NULL) {
+        struct oc_nic_ep *ep = nic->failing;
+        unsigned k;
+        nic->failing = ep->failed_next;
+        k = fail_receives(nic, ep);
+        oc_notice(nic->verbose || k > 0, "ucx: the connection to a peer failed (%s); %u "
+                  "receive(s) from it end with an error", ucs_status_string(ep->failed), k);
+        n += k + 1;
+    }
+    return n;
 }
 
 /* ---- control messages ------------------------------------------------------- */
@@ -382,8 +567,12 @@ static oc_status_t ucx_am_send(oc_nic_t *base, oc_nic_ep_t *ep, const void *data
 {
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
-    void *copy = malloc(len);
+    void *copy;
     (void)base;
+    if (ep->failed != UCS_OK)
+        return oc_error(OC_ERR_BACKEND, "ucx: control message not sent: the connection to the "
+                        "peer has failed (%s)", ucs_status_string(ep->failed));
+    copy = malloc(len);
     if (copy == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "ucx: control message of %zu bytes", len);
     memcpy(copy, data, len);
@@ -411,6 +600,7 @@ static unsigned ucx_progress(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     unsigned n = ucp_worker_progress(nic->worker);
+    n += end_failed(nic);
     n += send_flushed(nic);
     return n + oc_nic_amq_deliver(&nic->am, &nic->base);
 }
@@ -419,7 +609,7 @@ static oc_status_t ucx_arm(oc_nic_t *base)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     ucs_status_t st;
-    if (oc_nic_amq_busy(&nic->am) || nic->nflushed > 0)
+    if (oc_nic_amq_busy(&nic->am) || nic->nflushed > 0 || nic->failing != NULL)
         return OC_ERR_BUSY;
     st = ucp_worker_arm(nic->worker);
     if (st == UCS_OK)
@@ -453,9 +643,17 @@ static oc_status_t ucx_connect(oc_nic_t *base, const void *addr, size_t len, oc_
     ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "ucx: endpoint");
+    ep->nic = nic;
+    ep->failed = UCS_OK;
     memset(&params, 0, sizeof(params));
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = addr;
+    /* Without it a peer's death goes unnoticed: what waits on it waits
+     * until OC_TIMEOUT_S, and the endpoint's close cannot be forced. */
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = ep_error_cb;
+    params.err_handler.arg = ep;
     st = ucp_ep_create(nic->worker, &params, &ep->ep);
     if (st != UCS_OK) {
         free(ep);
@@ -649,9 +847,11 @@ static void close_eps(nic_ucx_t *nic)
     reqs = calloc(n ? n : 1, sizeof(*reqs));
     memset(&param, 0, sizeof(param));
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = 0;
     for (ep = nic->eps, i = 0; ep != NULL; ep = ep->next, i++) {
-        void *r = ucp_ep_close_nbx(ep->ep, &param);
+        void *r;
+        /* A failed endpoint has nothing left to flush: UCX wants it forced. */
+        param.flags = ep->failed != UCS_OK ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        r = ucp_ep_close_nbx(ep->ep, &param);
         if (reqs != NULL)
             reqs[i] = r;
         else
@@ -660,6 +860,7 @@ static void close_eps(nic_ucx_t *nic)
     for (i = 0; reqs != NULL && i < n; i++)
         finish_request(nic, reqs[i], deadline);
     free(reqs);
+    nic->failing = NULL; /* failures seen while closing end nothing more */
     while ((ep = nic->eps) != NULL) {
         nic->eps = ep->next;
         free(ep);
@@ -715,6 +916,7 @@ static void ucx_destroy(oc_nic_t *base)
             ucp_worker_release_address(nic->worker, nic->address);
         ucp_worker_destroy(nic->worker);
     }
+    free(nic->lists); /* after the worker: its destruction may end requests */
     while (nic->late != NULL) {
         struct late_buf *b = nic->late;
         nic->late = b->next;
@@ -783,6 +985,12 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
             ucx_destroy(&nic->base);
             return ucx_error("ucp_config_modify(TLS=" LOOPBACK_TLS ")", st);
         }
+    }
+    st = config_peer_errors(config, params->intranode_loopback ? LOOPBACK_TLS : getenv("UCX_TLS"));
+    if (st != UCS_OK) {
+        ucp_config_release(config);
+        ucx_destroy(&nic->base);
+        return ucx_error("ucp_config_modify (peer error handling)", st);
     }
     memset(&cp, 0, sizeof(cp));
     cp.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
