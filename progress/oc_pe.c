@@ -1,4 +1,5 @@
 #include "oc_pe.h"
+#include "oc_pe_affinity.h"
 #include "oc_error.h"
 #include "oc_sync.h"
 
@@ -6,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -38,8 +40,10 @@ struct oc_pe {
 
 typedef struct {
     oc_pe_item_t item;
-    void (*fn)(oc_pe_t *pe, void *arg);
+    oc_status_t (*fn)(oc_pe_t *pe, void *arg);
     void *arg;
+    oc_status_t status;
+    char error[1024];           /* fn's oc_last_error() where it failed, as long as that */
     _Atomic uint32_t done;
 } pe_call_t;
 
@@ -88,7 +92,8 @@ static void unpark(oc_pe_exec_t *x)
     x->parked_on = NULL;
 }
 
-/* Takes the WAIT tasks that lead list l; 0 (and x parked) if one must wait. */
+/* Takes the WAIT tasks that lead the list tasks[0..ntasks); 0 (and x
+ * parked) if one must wait. */
 static int take_waits(oc_pe_exec_t *x, const oc_task_t *tasks, size_t ntasks)
 {
     while (x->waits_taken < ntasks && tasks[x->waits_taken].type == OC_TASK_WAIT) {
@@ -384,19 +389,24 @@ void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
 static void run_call(oc_pe_t *pe, oc_pe_item_t *item)
 {
     pe_call_t *c = (pe_call_t *)item;
-    c->fn(pe, c->arg);
+    c->status = c->fn(pe, c->arg);
+    /* The detail is in this thread's oc_last_error(), not the caller's. */
+    if (c->status != OC_OK)
+        snprintf(c->error, sizeof(c->error), "%s", oc_last_error());
     atomic_store(&c->done, 1);
     oc_futex_wake_all(&c->done);
 }
 
-void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg)
+oc_status_t oc_pe_call(oc_pe_t *pe, oc_status_t (*fn)(oc_pe_t *pe, void *arg), void *arg)
 {
     pe_call_t c;
+    oc_status_t st;
     if (pe->mode == OC_PROGRESS_INLINE || !pe->have_thread) {
+        /* On the caller's thread: fn's detail is the caller's already. */
         inline_enter(pe);
-        fn(pe, arg);
+        st = fn(pe, arg);
         inline_leave(pe);
-        return;
+        return st;
     }
     c.item.run = run_call;
     c.fn = fn;
@@ -405,12 +415,14 @@ void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg)
     submit(pe, &c.item);
     while (!atomic_load(&c.done))
         oc_futex_wait(&c.done, 0, -1);
+    return c.status != OC_OK ? oc_error(c.status, "%s", c.error) : OC_OK;
 }
 
-static void sync_fn(oc_pe_t *pe, void *arg)
+static oc_status_t sync_fn(oc_pe_t *pe, void *arg)
 {
     (void)pe;
     (void)arg;
+    return OC_OK;
 }
 
 void oc_pe_sync(oc_pe_t *pe)
@@ -481,10 +493,11 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void stop_fn(oc_pe_t *pe, void *arg)
+static oc_status_t stop_fn(oc_pe_t *pe, void *arg)
 {
     (void)arg;
     pe->stop = 1;
+    return OC_OK;
 }
 
 static oc_status_t setup_epoll(oc_pe_t *pe)

@@ -13,8 +13,6 @@
 #ifndef OC_PE_H
 #define OC_PE_H
 
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #include "oc_mpsc.h"
@@ -73,7 +71,8 @@ typedef struct oc_pe_counter {
 } oc_pe_counter_t;
 
 /* Takes ownership of nic (also on failure). cpus: OC_PROGRESS_CPUS for the
- * thread ("" leaves it on the process's CPUs). */
+ * thread, as oc_config_check_cpus accepts it ("" leaves it on the process's
+ * CPUs). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
                          const char *cpus, oc_pe_t **pe);
 /* Where the engine runs, for oc_context_progress_info. */
@@ -82,21 +81,6 @@ const char *oc_pe_info(const oc_pe_t *pe);
 /* oc_pe_affinity.c. Parses a CPU list ("3,7,12-15", each below CPU_SETSIZE)
  * into cpus, in order: the count, or -1 when malformed or longer than max. */
 int oc_pe_cpulist_parse(const char *s, int *cpus, int max);
-/* The calling thread's CPUs before OC_PROGRESS_CPUS=auto took one of them
- * for the progress thread (moved: 0 where it did not), and after. */
-typedef struct {
-    int moved;
-    cpu_set_t saved, set;
-} oc_pe_caller_t;
-
-/* Binds thread as spec asks ("", "auto" or a CPU list: the launcher's local
- * rank picks its entry) and describes the outcome in info. With auto the
- * calling thread leaves the CPU it gives the thread (caller says how). */
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller);
-/* Gives the calling thread back the CPUs oc_pe_bind took from it, unless it
- * has been bound elsewhere since. */
-void oc_pe_unbind_caller(const oc_pe_caller_t *caller);
 /* Stops the thread, gives released execs whose lists are still in flight a
  * moment to finish, destroys the backend (which ends what is left), then
  * frees them. */
@@ -107,9 +91,11 @@ oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);
 /* Starts x (any thread). In inline mode the first list is posted at once. */
 void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x);
 
-/* Runs fn(arg) on the thread that owns the backend and returns when it has
- * run. Any application thread; never from inside the engine. */
-void oc_pe_call(oc_pe_t *pe, void (*fn)(oc_pe_t *pe, void *arg), void *arg);
+/* Runs fn(arg) on the thread that owns the backend and returns what it
+ * returned once it has run; where it failed, the calling thread's
+ * oc_last_error() is fn's detail. Any application thread; never from inside
+ * the engine. */
+oc_status_t oc_pe_call(oc_pe_t *pe, oc_status_t (*fn)(oc_pe_t *pe, void *arg), void *arg);
 
 /* Returns once the engine has finished whatever it was running when called:
  * after it, no handler still uses an object unpublished before the call. */

@@ -7,9 +7,11 @@
  * with auto moves the thread calling oc_init off the CPU it picked, and says
  * what it found.
  */
+#include "oc_pe_affinity.h"
 #include "oc_pe.h"
 #include "oc_error.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <sched.h>
@@ -146,10 +148,7 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
             ;
     } else {
         n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
-        if (n <= 0)
-            return oc_error(OC_ERR_INVALID_ARG,
-                            "OC_PROGRESS_CPUS=%s: expected auto or a CPU list such as 3,7,12-15",
-                            spec);
+        assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
         cpu = cpus[local_rank() % (unsigned long)n];
     }
     CPU_ZERO(&want);

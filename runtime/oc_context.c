@@ -46,6 +46,22 @@ static oc_status_t check_config(const oc_config_t *c)
     return oc_config_check_cpus("cfg->progress_cpus", c->progress_cpus);
 }
 
+/* Engine context: the backend's control messages, by type. */
+static void am_handler(void *arg, const void *data, size_t len)
+{
+    oc_notify_msg_t n;
+    uint32_t type;
+    if (len < sizeof(type))
+        return;
+    memcpy(&type, data, sizeof(type));
+    if (type == OC_MSG_NOTIFY && len == sizeof(n)) {
+        memcpy(&n, data, sizeof(n));
+        oc_win_am_notify(arg, &n);
+    } else {
+        oc_diag_am_handler(arg, data, len);
+    }
+}
+
 /* Picks the backend; fills ctx->backend_info with what and why. auto takes
  * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
 static oc_status_t open_backend(oc_context_t *ctx)
@@ -79,7 +95,7 @@ static oc_status_t open_backend(oc_context_t *ctx)
             oc_notice(ctx->cfg.verbose, "using UCX: verbs unavailable: %s", info);
         }
     }
-    ctx->nic->am_cb = oc_ctx_am_handler;
+    ctx->nic->am_cb = am_handler;
     ctx->nic->am_arg = ctx;
     return OC_OK;
 }
@@ -186,21 +202,6 @@ const char *oc_context_progress_info(const oc_context_t *ctx)
 const char *oc_context_backend_info(const oc_context_t *ctx)
 {
     return ctx != NULL ? ctx->backend_info : "";
-}
-
-void oc_ctx_am_handler(void *arg, const void *data, size_t len)
-{
-    oc_notify_msg_t n;
-    uint32_t type;
-    if (len < sizeof(type))
-        return;
-    memcpy(&type, data, sizeof(type));
-    if (type == OC_MSG_NOTIFY && len == sizeof(n)) {
-        memcpy(&n, data, sizeof(n));
-        oc_win_am_notify(arg, &n);
-    } else {
-        oc_diag_am_handler(arg, data, len);
-    }
 }
 
 oc_team_t *oc_ctx_team_get(oc_context_t *ctx, uint32_t id)

@@ -8,8 +8,12 @@
  */
 #include "oc_runtime.h"
 #include "oc_error.h"
+#include "oc_sync.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     uint32_t type;
@@ -28,7 +32,8 @@ static void send_msg(oc_nic_t *nic, oc_team_t *team, int to, uint32_t type, uint
     (void)nic->ops->am_send(nic, team->eps[to], &m, sizeof(m));
 }
 
-void oc_diag_send_queries(oc_pe_t *pe, void *arg)
+/* Engine context: asks every other member whether it has started req's operation. */
+static oc_status_t send_queries(oc_pe_t *pe, void *arg)
 {
     oc_request_t *req = arg;
     oc_team_t *team = req->team;
@@ -37,6 +42,7 @@ void oc_diag_send_queries(oc_pe_t *pe, void *arg)
     for (r = 0; r < team->size; r++)
         if (r != team->rank)
             send_msg(oc_pe_nic(pe), team, r, OC_MSG_DIAG_QUERY, req->seq, starts);
+    return OC_OK;
 }
 
 /* Has this member started round `starts` of persistent operation seq (its
@@ -93,7 +99,8 @@ static int append_ranks(const oc_request_t *req, uint32_t which)
     return n;
 }
 
-void oc_diag_report(oc_request_t *req)
+/* Appends "ranks that never took part: ..." to the error detail. */
+static void report_presence(const oc_request_t *req)
 {
     int absent, silent;
     if (req->presence == NULL)
@@ -109,4 +116,75 @@ void oc_diag_report(oc_request_t *req)
         oc_error_append(" none, every rank has started it");
     if (req->stuck_on != NULL && req->stuck_on[0] != '\0')
         oc_error_append("; unfinished:%s", req->stuck_on);
+}
+
+/* Engine context: notes the tasks still unfinished, then cancels. */
+static oc_status_t cancel_fn(oc_pe_t *pe, void *arg)
+{
+    oc_request_t *req = arg;
+    oc_pe_exec_t *x = req->x;
+    size_t i, len = 0, cap = 256;
+
+    if (oc_request_state(req) != OC_REQ_ACTIVE)
+        return OC_OK; /* completed just in time */
+    free(req->stuck_on);
+    req->stuck_on = calloc(1, cap);
+    if (req->stuck_on != NULL && x->in_flight)
+        for (i = 0; i < x->list.ntasks && len + 16 < cap; i++) {
+            const oc_task_t *t = &x->list.tasks[i];
+            if (t->type != OC_TASK_COPY && x->slots[i].handle != NULL)
+                len += (size_t)snprintf(req->stuck_on + len, cap - len, "%s%s %d",
+                                        len ? ", " : " ", oc_task_verb(t->type), t->peer);
+        }
+    oc_pe_cancel(pe, x, OC_ERR_TIMEOUT);
+    return OC_OK;
+}
+
+static int presence_complete(const oc_request_t *req)
+{
+    int r;
+    for (r = 0; r < req->team->size; r++)
+        if (r != req->team->rank && atomic_load(&req->presence[r]) == OC_PRESENCE_UNKNOWN)
+            return 0;
+    return 1;
+}
+
+void oc_diag_cancel(oc_request_t *req, double timeout)
+{
+    oc_team_t *team = req->team;
+    oc_pe_t *pe = team->ctx->pe;
+    double grace_end = oc_time_now() + (timeout < 1.0 ? (timeout > 0.1 ? timeout : 0.1) : 1.0);
+    struct timespec ms = {0, 1000000};
+
+    if (!req->knows_peers)
+        req->presence = calloc((size_t)team->size, sizeof(*req->presence));
+    if (req->presence != NULL) {
+        atomic_store(&team->diag_req, req);
+        oc_pe_call(pe, send_queries, req);
+        while (oc_request_state(req) == OC_REQ_ACTIVE && !presence_complete(req) &&
+               oc_time_now() < grace_end) {
+            if (oc_pe_mode(pe) == OC_PROGRESS_INLINE)
+                oc_pe_progress(pe);
+            else
+                nanosleep(&ms, NULL);
+        }
+        atomic_store(&team->diag_req, NULL);
+        oc_pe_sync(pe); /* no handler still writes presence */
+    }
+    if (oc_request_state(req) == OC_REQ_ACTIVE)
+        oc_pe_call(pe, cancel_fn, req);
+}
+
+void oc_diag_report(oc_request_t *req, oc_status_t st, double timeout)
+{
+    const oc_team_t *team = req->team;
+    if (st == OC_ERR_TIMEOUT) {
+        oc_error(OC_ERR_TIMEOUT, "oc_wait: %s (op %u on a team of %d, rank %d) timed out after %g s",
+                 req->opname, req->seq, team->size, team->rank, timeout);
+        report_presence(req);
+        if (req->timeout_report != NULL)
+            req->timeout_report(req);
+    }
+    free(req->presence);
+    req->presence = NULL;
 }

@@ -5,6 +5,7 @@
  */
 #include "halo/oc_halo_sched.h"
 #include "oc_error.h"
+#include "oc_runtime.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,8 +23,8 @@ typedef struct {
 
 struct oc_halo {
     oc_team_t *team;
-    oc_halo_geom_t g;
-    oc_halo_ext_t *ext;            /* every rank's extents: [rank * nfields + f] */
+    oc_halo_sched_geom_t g;
+    oc_halo_sched_ext_t *ext;      /* every rank's extents: [rank * nfields + f] */
     oc_win_t *win;
     halo_field_t *fields;
 };
@@ -65,7 +66,7 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
     const char *fn = "oc_halo_create";
     long long prod = 1;
     int d, f;
-    oc_halo_geom_t g;
+    oc_halo_sched_geom_t g;
 
     if (p == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: params is NULL", fn);
@@ -104,8 +105,8 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
                             "three dimensions)", fn, f, x->dim_mask);
         for (d = 0; d < 3; d++) {
             int across = (field_dims(x) >> d) & 1u;
-            int has_peer = across && (oc_halo_side_peer(&g, team->rank, d, 0) >= 0 ||
-                                      oc_halo_side_peer(&g, team->rank, d, 1) >= 0);
+            int has_peer = across && (oc_halo_sched_side_peer(&g, team->rank, d, 0) >= 0 ||
+                                      oc_halo_sched_side_peer(&g, team->rank, d, 1) >= 0);
             if (x->n[d] < 1 || x->n[d] > (1u << 30))
                 return oc_error(OC_ERR_INVALID_ARG, "%s: fields[%d].n[%d]=%zu: expected 1 to 2^30",
                                 fn, f, d, x->n[d]);
@@ -128,18 +129,20 @@ static oc_status_t check_local(const oc_team_t *team, const oc_halo_params_t *p,
  * neighbour fills. Checked by every member for every pair, so that all agree. */
 static oc_status_t check_pairs(const oc_halo_t *h)
 {
-    const oc_halo_geom_t *g = &h->g;
+    const oc_halo_sched_geom_t *g = &h->g;
     int r, d, s, f, k;
     for (r = 0; r < g->size; r++)
         for (d = 0; d < 3; d++)
             for (s = 0; s < 2; s++) {
-                int q = oc_halo_side_peer(g, r, d, s);
+                int q = oc_halo_sched_side_peer(g, r, d, s);
                 if (q < 0)
                     continue;
                 for (f = 0; f < g->nfields; f++) {
-                    const oc_halo_ext_t *er = &h->ext[(size_t)r * (size_t)g->nfields + (size_t)f];
-                    const oc_halo_ext_t *eq = &h->ext[(size_t)q * (size_t)g->nfields + (size_t)f];
-                    oc_halo_box_t a, b;
+                    const oc_halo_sched_ext_t *er =
+                        &h->ext[(size_t)r * (size_t)g->nfields + (size_t)f];
+                    const oc_halo_sched_ext_t *eq =
+                        &h->ext[(size_t)q * (size_t)g->nfields + (size_t)f];
+                    oc_halo_sched_box_t a, b;
                     int same;
                     if (er->dims != eq->dims)
                         return oc_error(OC_ERR_MISMATCH,
@@ -149,8 +152,8 @@ static oc_status_t check_pairs(const oc_halo_t *h)
                                         f, r, er->dims, q, side_name[d][s], eq->dims);
                     if (!((er->dims >> d) & 1u))
                         continue;
-                    a = oc_halo_region(g, r, er, d, s, 1);
-                    b = oc_halo_region(g, q, eq, d, 1 - s, 0);
+                    a = oc_halo_sched_region(g, r, er, d, s, 1);
+                    b = oc_halo_sched_region(g, q, eq, d, 1 - s, 0);
                     same = er->es == eq->es;
                     for (k = 0; k < 3; k++)
                         same &= a.len[k] == b.len[k];
@@ -174,7 +177,7 @@ static oc_status_t prepare(oc_halo_t *h, const oc_halo_params_t *p, const oc_hal
                            int nfields)
 {
     oc_team_t *team = h->team;
-    oc_halo_ext_t *e;
+    oc_halo_sched_ext_t *e;
     size_t bytes;
     int f, d;
 
@@ -195,7 +198,7 @@ static oc_status_t prepare(oc_halo_t *h, const oc_halo_params_t *p, const oc_hal
         memcpy(e[f].n, fields[f].n, sizeof(e[f].n));
         e[f].es = fields[f].elem_size;
         e[f].dims = field_dims(&fields[f]);
-        bytes = oc_halo_pack_bytes(&h->g, team->rank, &e[f]);
+        bytes = oc_halo_sched_pack_bytes(&h->g, team->rank, &e[f]);
         h->fields[f].pack = malloc(bytes + 1);
         if (h->fields[f].pack == NULL)
             return oc_error(OC_ERR_NO_MEMORY,
@@ -274,7 +277,7 @@ static void timeout_report(oc_request_t *req);
 static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f, unsigned *made)
 {
     halo_field_t *hf = &h->fields[f];
-    oc_halo_field_ctx_t c = {&h->g, h->team->rank, h->ext, x->data, NULL, h->win};
+    oc_halo_sched_args_t c = {&h->g, h->team->rank, h->ext, x->data, NULL, h->win};
     oc_status_t st = OC_OK;
     int p;
 
@@ -284,7 +287,7 @@ static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f, un
     for (p = 0; p < 2 && st == OC_OK; p++) {
         oc_sched_t s;
         oc_sched_init(&s, h->team->ctx->cfg.list_max);
-        st = oc_halo_build(&c, f, p, &s);
+        st = oc_halo_sched_build(&c, f, p, &s);
         if (st != OC_OK) {
             oc_sched_fini(&s);
             break;
@@ -293,6 +296,7 @@ static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f, un
         ++*made;
         if (st == OC_OK) {
             hf->req[p]->timeout_report = timeout_report;
+            hf->req[p]->knows_peers = 1;
             hf->req[p]->owner = hf;
         }
     }
@@ -343,8 +347,8 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
     if (st == OC_OK)
         st = oc_win_create_internal(
             "oc_halo_create", team,
-            oc_halo_landing(&h->g, team->rank, &h->ext[(size_t)team->rank * (size_t)nfields],
-                            nfields, 0, 0, 0),
+            oc_halo_sched_landing(&h->g, team->rank,
+                                  &h->ext[(size_t)team->rank * (size_t)nfields], nfields, 0, 0, 0),
             (unsigned)nfields * 6, OC_OK, &h->win);
     if (st == OC_OK) {
         unsigned made = 0;
@@ -447,7 +451,7 @@ oc_status_t oc_halo_neighbor(const oc_halo_t *h, int dx, int dy, int dz, int *ra
     if (dx < -1 || dx > 1 || dy < -1 || dy > 1 || dz < -1 || dz > 1)
         return oc_error(OC_ERR_INVALID_ARG, "oc_halo_neighbor: offset (%d, %d, %d) has a "
                         "component outside -1..1", dx, dy, dz);
-    *rank = oc_halo_rank_at(&h->g, h->team->rank, dx, dy, dz);
+    *rank = oc_halo_sched_rank_at(&h->g, h->team->rank, dx, dy, dz);
     return OC_OK;
 }
 
@@ -461,16 +465,18 @@ static void timeout_report(oc_request_t *req)
 {
     halo_field_t *hf = req->owner;
     oc_halo_t *h = hf->halo;
-    const oc_halo_geom_t *g = &h->g;
+    const oc_halo_sched_geom_t *g = &h->g;
     int p = (int)((hf->started - 1) & 1), me = h->team->rank, st, missing = 0;
-    const oc_halo_ext_t *e = &h->ext[(size_t)me * (size_t)g->nfields + (size_t)hf->index];
+    const oc_halo_sched_ext_t *e = &h->ext[(size_t)me * (size_t)g->nfields + (size_t)hf->index];
     uint32_t rounds = (hf->started - 1 - (uint32_t)p) / 2 + 1; /* exchanges of parity p */
 
     oc_error_append("; faces that never came:");
     for (st = 0; st < (g->corners ? 3 : 1) && !missing; st++) {
-        int d_s[6][2], peer[6], n = oc_halo_stage_sides(g, me, e, st, d_s), i, j;
+        int d_s[6][2], peer[6], n = oc_halo_sched_stage_sides(g, me, e, st, d_s), i, j;
+        const _Atomic uint32_t *from =
+            &h->win->from[(size_t)oc_halo_sched_counter(g, hf->index, p, st) * (size_t)g->size];
         for (i = 0; i < n; i++)
-            peer[i] = oc_halo_side_peer(g, me, d_s[i][0], d_s[i][1]);
+            peer[i] = oc_halo_sched_side_peer(g, me, d_s[i][0], d_s[i][1]);
         for (i = 0; i < n; i++) {
             uint32_t mult = 0, got;
             for (j = 0; j < i && peer[j] != peer[i]; j++)
@@ -479,10 +485,7 @@ static void timeout_report(oc_request_t *req)
                 continue; /* named with its first side */
             for (j = i; j < n; j++)
                 mult += peer[j] == peer[i];
-            got = atomic_load_explicit(
-                &h->win->from[(size_t)oc_halo_counter(g, hf->index, p, st) * (size_t)g->size +
-                              (size_t)peer[i]],
-                memory_order_relaxed);
+            got = atomic_load_explicit(&from[peer[i]], memory_order_relaxed);
             if ((int32_t)(got - rounds * mult) >= 0) /* counts wrap */
                 continue;
             oc_error_append("%s rank %d (", missing++ ? "," : "", peer[i]);

@@ -1,4 +1,5 @@
-/* Agreement of the members of a persistent all-to-all, and the put algorithm's zones. */
+/* Agreement of the members of a persistent all-to-all; the put algorithm's
+ * zones and timeout report. */
 #include "oc_persist.h"
 #include "oc_error.h"
 
@@ -17,9 +18,10 @@ typedef struct {
     uint64_t zone;      /* put: one parity's landing zone in the sender's window */
 } persist_msg_t;
 
-static const char *side_word(int v, char side)
+/* What the argument of a member's send sizes is called. */
+static const char *scounts_name(int v)
 {
-    return v ? (side == 's' ? "scounts" : "rcounts") : "block_bytes";
+    return v ? "scounts" : "block_bytes";
 }
 
 /* What a member runs: put where every member chose it, else its choice,
@@ -53,7 +55,7 @@ static oc_status_t check_peer(const char *fn, const oc_team_t *team, int v, cons
     if (m->expects != sc)
         return oc_error(OC_ERR_MISMATCH, "%s: rank %d expects %llu bytes from rank %d, but "
                         "%s[%d]=%zu there", fn, r, (unsigned long long)m->expects, team->rank,
-                        side_word(v, 's'), r, sc);
+                        scounts_name(v), r, sc);
     if ((peer_alg == OC_ALG_BRUCK) != (alg == OC_ALG_BRUCK))
         return oc_error(OC_ERR_MISMATCH, "%s: rank %d runs algorithm %s, rank %d %s: Bruck's "
                         "messages pair only with Bruck's (OC_ALLTOALL_ALG must agree; put, "
@@ -154,10 +156,45 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
     return st;
 }
 
-void oc_persist_put_fini(oc_persist_put_t *put, int keep_win)
+/* Every peer the request exchanges anything with notifies the start's counter
+ * once per start, so the counts of the timed-out start's parity tell whose
+ * blocks never came. */
+static void put_report(oc_request_t *req)
 {
-    if (put->win != NULL && !keep_win)
-        oc_win_release(put->win);
+    const oc_team_t *team = req->team;
+    uint32_t started = atomic_load(&req->starts), p = (started - 1) % 2;
+    uint32_t rounds = (started - 1 - p) / 2 + 1; /* starts of this parity */
+    int q, missing = 0;
+
+    oc_error_append("; blocks that never came:");
+    for (q = 0; q < team->size; q++) {
+        uint32_t got = atomic_load_explicit(&req->win->from[(size_t)p * (size_t)team->size +
+                                                            (size_t)q],
+                                            memory_order_relaxed);
+        if (req->put_peers[q] && (int32_t)(got - rounds) < 0) /* counts wrap */
+            oc_error_append("%s from %d", missing++ ? "," : "", q);
+    }
+    if (!missing)
+        oc_error_append(" none");
+}
+
+oc_status_t oc_persist_put_attach(const char *fn, oc_request_t *req, const oc_coll_args_t *a,
+                                  const oc_persist_put_t *put)
+{
+    int q, n = req->team->size;
+    req->win = put->win;
+    req->nsched = 2;
+    req->timeout_report = put_report;
+    req->put_peers = calloc((size_t)n, 1);
+    if (req->put_peers == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, n);
+    for (q = 0; q < n; q++)
+        req->put_peers[q] = (unsigned char)oc_coll_put_pair(a, q);
+    return OC_OK;
+}
+
+void oc_persist_put_fini(oc_persist_put_t *put)
+{
     free(put->at);
     memset(put, 0, sizeof(*put));
 }

@@ -21,12 +21,18 @@ typedef struct {
  * sent is as large as its receiver expects and that what the members run
  * can work together. *alg becomes what this member runs: put only where
  * every member chose it, `fallback` where this one chose put alone. With
- * put agreed, fills *put (window included; oc_persist_put_fini releases it). */
+ * put agreed, fills *put (window included: oc_persist_put_attach gives it to the request). */
 oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, int v,
                              const oc_coll_args_t *a, oc_alg_t *alg, oc_alg_t fallback,
                              oc_persist_put_t *put);
 
-/* Frees put's offsets; the window too unless keep_win. */
-void oc_persist_put_fini(oc_persist_put_t *put, int keep_win);
+/* Makes req run the put algorithm: put's window, one schedule per parity of
+ * the starts, the peers it exchanges anything with (by its arguments a) and
+ * the timeout report that names those whose blocks never came. */
+oc_status_t oc_persist_put_attach(const char *fn, oc_request_t *req, const oc_coll_args_t *a,
+                                  const oc_persist_put_t *put);
+
+/* Frees put's offsets (its window is the request's). */
+void oc_persist_put_fini(oc_persist_put_t *put);
 
 #endif

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
-#include <time.h>
 
 /* ---- argument checks ------------------------------------------------------ */
 
@@ -132,11 +131,6 @@ static uint32_t state_of(uint32_t word)
     return word & ~(uint32_t)OC_REQ_WAITERS;
 }
 
-static uint32_t req_state(oc_request_t *req)
-{
-    return state_of(atomic_load(&req->state));
-}
-
 /* Once DONE is published the application may free req at once, so the
  * engine reads nothing of it afterwards: the waiters bit comes back from the
  * exchange, and the futex wake only names the address (the kernel reads no
@@ -176,9 +170,10 @@ static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched)
     return x;
 }
 
-static void release_fn(oc_pe_t *pe, void *arg)
+static oc_status_t release_fn(oc_pe_t *pe, void *arg)
 {
     oc_pe_exec_release(pe, arg);
+    return OC_OK;
 }
 
 static void req_destroy(oc_request_t *req)
@@ -219,11 +214,6 @@ static void req_destroy(oc_request_t *req)
 static uint32_t take_seq(oc_team_t *team)
 {
     return atomic_fetch_add(&team->next_seq, 1);
-}
-
-void oc_team_skip_ops(oc_team_t *team, unsigned n)
-{
-    atomic_fetch_add(&team->next_seq, n);
 }
 
 /* Gives req, whose schedule is built, its engine state and operation number
@@ -360,20 +350,13 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     }
     seq = take_seq(team);
     req->alg = alg;
-    if (alg == OC_ALG_PUT) {
-        req->win = put.win;
-        req->nsched = 2;
-        req->put_peers = calloc((size_t)team->size, 1);
-        if (req->put_peers == NULL)
-            st = oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
-        for (i = 0; st == OC_OK && i < (unsigned)team->size; i++)
-            req->put_peers[i] = (unsigned char)oc_coll_put_pair(args, (int)i);
-    }
+    if (alg == OC_ALG_PUT)
+        st = oc_persist_put_attach(fn, req, args, &put);
     for (i = 0; i < req->nsched && st == OC_OK; i++) {
         args->put = alg == OC_ALG_PUT ? &put.zones[i] : NULL;
         st = req_build(fn, req, args, inplace, i);
     }
-    oc_persist_put_fini(&put, 1);
+    oc_persist_put_fini(&put);
     if (st != OC_OK)
         req_destroy(req);
     else
@@ -480,42 +463,16 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     return req_create(fn, team, 1, &a, total / (size_t)team->size, extent, OC_ALG_AUTO, req);
 }
 
-/* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and
- * the exchanges that check what they agree on must not depend on them. */
-oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
+oc_status_t oc_request_ialltoall(const char *fn, oc_team_t *team, const void *sbuf, void *rbuf,
+                                 size_t len, oc_alg_t alg, oc_request_t **req)
 {
-    size_t total = len * (size_t)team->size;
-    oc_request_t *req = NULL;
-    unsigned char *own;
     oc_coll_args_t a;
     oc_status_t st;
-
-    /* On buffers of its own: after a timeout the backend may still read or
-     * write them (not every transfer can be cancelled), so they are kept
-     * until oc_finalize rather than the caller's freed under it. */
-    own = malloc(2 * total + 1);
-    if (own == NULL) {
-        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
-        return oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size,
-                        len);
-    }
-    memcpy(own, mine, total);
-    fill_args(&a, team, own, own + total);
+    fill_args(&a, team, sbuf, rbuf);
     a.block = len;
-    st = req_create("oc_team_alltoall", team, 0, &a, len, 0, OC_ALG_BURST, &req);
-    if (st != OC_OK) {
-        free(own);
-        return st;
-    }
-    launch(req);
-    st = oc_wait(req);
-    oc_request_free(req);
-    if (st == OC_OK) {
-        memcpy(theirs, own + total, total);
-        free(own);
-    } else {
-        oc_ctx_release_later(team->ctx, free, own);
-    }
+    st = req_create(fn, team, 0, &a, len, 0, alg, req);
+    if (st == OC_OK)
+        launch(*req);
     return st;
 }
 
@@ -581,7 +538,7 @@ static oc_status_t req_start(oc_request_t *req)
         return oc_error(OC_ERR_INVALID_ARG,
                         "oc_start: req is not persistent (made by oc_i%s, not oc_%s_init)",
                         req->opname, req->opname);
-    switch (req_state(req)) {
+    switch (oc_request_state(req)) {
     case OC_REQ_ACTIVE:
         return oc_error(OC_ERR_BUSY, "oc_start: req is active (started and not yet completed)");
     case OC_REQ_DONE:
@@ -616,8 +573,9 @@ oc_status_t oc_start(oc_request_t *req)
     return st != OC_OK ? st : req_leave(req, req_start(req));
 }
 
-/* Consumes a completion: a persistent request becomes inactive. */
-static oc_status_t take_result(oc_request_t *req)
+/* Consumes a completion: a persistent request becomes inactive. fn: the
+ * caller's name for the error. */
+static oc_status_t take_result(const char *fn, oc_request_t *req)
 {
     oc_status_t st = req->result;
     if (req->persistent)
@@ -631,7 +589,7 @@ static oc_status_t take_result(oc_request_t *req)
     /* The reason is the completed execution's, written before it published
      * DONE; nothing restarts it before this thread returns. */
     if (st != OC_OK && st != OC_ERR_TIMEOUT)
-        oc_error(st, "oc_wait: %s (op %u on a team of %d) failed: %s%s", req->opname, req->seq,
+        oc_error(st, "%s: %s (op %u on a team of %d) failed: %s%s", fn, req->opname, req->seq,
                  req->team->size,
                  req->x->detail[0] != '\0'  ? req->x->detail
                  : st == OC_ERR_MISMATCH ? "a peer sent a different number of bytes than "
@@ -643,16 +601,16 @@ static oc_status_t take_result(oc_request_t *req)
 
 static oc_status_t req_test(oc_request_t *req)
 {
-    uint32_t state = req_state(req);
+    uint32_t state = oc_request_state(req);
     if (state == OC_REQ_ACTIVE && oc_pe_mode(req->team->ctx->pe) == OC_PROGRESS_INLINE) {
         oc_pe_progress(req->team->ctx->pe);
-        state = req_state(req);
+        state = oc_request_state(req);
     }
     if (state == OC_REQ_ACTIVE)
         return OC_INPROGRESS;
     if (state == OC_REQ_INACTIVE)
         return OC_OK; /* persistent and not started: nothing to wait for */
-    return take_result(req);
+    return take_result("oc_test", req);
 }
 
 oc_status_t oc_test(oc_request_t *req)
@@ -661,33 +619,13 @@ oc_status_t oc_test(oc_request_t *req)
     return st != OC_OK ? st : req_leave(req, req_test(req));
 }
 
-static void cancel_fn(oc_pe_t *pe, void *arg)
-{
-    oc_request_t *req = arg;
-    oc_pe_exec_t *x = req->x;
-    size_t i, len = 0, cap = 256;
-
-    if (req_state(req) != OC_REQ_ACTIVE)
-        return; /* completed just in time */
-    free(req->stuck_on);
-    req->stuck_on = calloc(1, cap);
-    if (req->stuck_on != NULL && x->in_flight)
-        for (i = 0; i < x->list.ntasks && len + 16 < cap; i++) {
-            const oc_task_t *t = &x->list.tasks[i];
-            if (t->type != OC_TASK_COPY && x->slots[i].handle != NULL)
-                len += (size_t)snprintf(req->stuck_on + len, cap - len, "%s%s %d",
-                                        len ? ", " : " ", oc_task_verb(t->type), t->peer);
-        }
-    oc_pe_cancel(pe, x, OC_ERR_TIMEOUT);
-}
-
 /* Wait for the operation's completion or its deadline; returns whether it is
  * still active. */
 static int wait_until(oc_request_t *req, double deadline)
 {
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
-        while (req_state(req) == OC_REQ_ACTIVE) {
+        while (oc_request_state(req) == OC_REQ_ACTIVE) {
             /* An idle pass yields the core: with more ranks than cores the
              * peer we wait for may need it (as MPI libraries do). */
             if (oc_pe_progress(pe) == 0)
@@ -709,93 +647,23 @@ static int wait_until(oc_request_t *req, double deadline)
             s = atomic_load(&req->state);
         }
     }
-    return req_state(req) == OC_REQ_ACTIVE;
-}
-
-static int presence_complete(const oc_request_t *req)
-{
-    int r;
-    for (r = 0; r < req->team->size; r++)
-        if (r != req->team->rank && atomic_load(&req->presence[r]) == OC_PRESENCE_UNKNOWN)
-            return 0;
-    return 1;
-}
-
-/* A put request also knows whose blocks of the timed-out start never came:
- * every peer it exchanges anything with notifies the start's counter once. */
-static void put_report(oc_request_t *req)
-{
-    const oc_team_t *team = req->team;
-    uint32_t started = atomic_load(&req->starts), p = (started - 1) % 2;
-    uint32_t rounds = (started - 1 - p) / 2 + 1; /* starts of this parity */
-    int q, missing = 0;
-
-    oc_error_append("; blocks that never came:");
-    for (q = 0; q < team->size; q++) {
-        uint32_t got = atomic_load_explicit(&req->win->from[(size_t)p * (size_t)team->size +
-                                                            (size_t)q],
-                                            memory_order_relaxed);
-        if (req->put_peers[q] && (int32_t)(got - rounds) < 0) /* counts wrap */
-            oc_error_append("%s from %d", missing++ ? "," : "", q);
-    }
-    if (!missing)
-        oc_error_append(" none");
-}
-
-/* The deadline passed: ask the peers who has started the operation, give them
- * a moment to answer (the operation may still complete meanwhile), then cancel
- * it and say who never took part. */
-static oc_status_t timed_out(oc_request_t *req, double timeout)
-{
-    oc_team_t *team = req->team;
-    oc_pe_t *pe = team->ctx->pe;
-    double grace_end = oc_time_now() + (timeout < 1.0 ? (timeout > 0.1 ? timeout : 0.1) : 1.0);
-    struct timespec ms = {0, 1000000};
-    oc_status_t st;
-
-    if (req->timeout_report == NULL)
-        req->presence = calloc((size_t)team->size, sizeof(*req->presence));
-    if (req->presence != NULL) {
-        atomic_store(&team->diag_req, req);
-        oc_pe_call(pe, oc_diag_send_queries, req);
-        while (req_state(req) == OC_REQ_ACTIVE && !presence_complete(req) &&
-               oc_time_now() < grace_end) {
-            if (oc_pe_mode(pe) == OC_PROGRESS_INLINE)
-                oc_pe_progress(pe);
-            else
-                nanosleep(&ms, NULL);
-        }
-        atomic_store(&team->diag_req, NULL);
-        oc_pe_sync(pe); /* no handler still writes presence */
-    }
-    if (req_state(req) == OC_REQ_ACTIVE)
-        oc_pe_call(pe, cancel_fn, req);
-    st = take_result(req);
-    if (st == OC_ERR_TIMEOUT) {
-        oc_error(OC_ERR_TIMEOUT, "oc_wait: %s (op %u on a team of %d, rank %d) timed out after %g s",
-                 req->opname, req->seq, team->size, team->rank, timeout);
-        if (req->timeout_report != NULL)
-            req->timeout_report(req);
-        else
-            oc_diag_report(req);
-        if (req->win != NULL)
-            put_report(req);
-    }
-    free(req->presence);
-    req->presence = NULL;
-    return st;
+    return oc_request_state(req) == OC_REQ_ACTIVE;
 }
 
 static oc_status_t req_wait(oc_request_t *req)
 {
     double timeout, deadline;
-    if (req_state(req) == OC_REQ_INACTIVE)
+    oc_status_t st;
+    if (oc_request_state(req) == OC_REQ_INACTIVE)
         return OC_OK;
     timeout = req->team->ctx->cfg.timeout_s;
     deadline = timeout > 0 ? oc_time_now() + timeout : 0;
-    if (wait_until(req, deadline))
-        return timed_out(req, timeout);
-    return take_result(req);
+    if (!wait_until(req, deadline))
+        return take_result("oc_wait", req);
+    oc_diag_cancel(req, timeout);
+    st = take_result("oc_wait", req);
+    oc_diag_report(req, st, timeout);
+    return st;
 }
 
 oc_status_t oc_wait(oc_request_t *req)
@@ -809,7 +677,7 @@ oc_status_t oc_request_free(oc_request_t *req)
     oc_status_t st = req_enter("oc_request_free", req);
     if (st != OC_OK)
         return st;
-    if (req_state(req) == OC_REQ_ACTIVE)
+    if (oc_request_state(req) == OC_REQ_ACTIVE)
         return req_leave(req, oc_error(OC_ERR_BUSY, "oc_request_free: req is active; complete "
                                                     "it with oc_wait or oc_test"));
     /* A peer may have started a round this member never will (it then timed

@@ -9,6 +9,7 @@
 #include "oc_nic.h"
 #include "oc_pe.h"
 #include "oc_sched.h"
+#include "oc_win.h"
 #include "offcoll.h"
 
 struct oc_context {
@@ -71,9 +72,12 @@ typedef struct oc_request {
                                        not started this round of a persistent request */
     struct oc_request *next_persistent, **prev_persistent; /* team->persistent list */
     char *stuck_on;                 /* ranks with unfinished tasks at cancel time */
-    /* Instead of asking the team who started the operation (a halo exchange
-     * knows better whom it waits for): appends the diagnosis to the error. */
+    /* What the request itself knows of a timed-out start (put: whose blocks
+     * never came), appended to the error after the team's answers on who
+     * started it; with knows_peers, instead of asking the team (a halo
+     * exchange knows better whom it waits for). */
     void (*timeout_report)(struct oc_request *req);
+    int knows_peers;
     void *owner;
     void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
                                        made by the schedule's first list */
@@ -83,15 +87,15 @@ typedef struct oc_request {
                                        request_free on it: a second is refused */
 } oc_request_t;
 
-/* Control messages between progress engines: a uint32_t type comes first. */
-enum { OC_MSG_DIAG_QUERY = 1, OC_MSG_DIAG_REPLY = 2, OC_MSG_NOTIFY = 3 };
+/* req's state without the waiters bit (any thread). */
+static inline uint32_t oc_request_state(oc_request_t *req)
+{
+    return atomic_load(&req->state) & ~(uint32_t)OC_REQ_WAITERS;
+}
 
-typedef struct {
-    uint32_t type;     /* OC_MSG_NOTIFY */
-    uint32_t win_id;   /* the target's id for the window */
-    uint32_t counter;
-    int32_t origin;    /* sender's rank in the team */
-} oc_notify_msg_t;
+/* Control messages between progress engines: a uint32_t type comes first
+ * (oc_notify_msg_t, oc_diag.c's). */
+enum { OC_MSG_DIAG_QUERY = 1, OC_MSG_DIAG_REPLY = 2, OC_MSG_NOTIFY = 3 };
 
 typedef struct {
     uint64_t addr;                  /* the peer's window base, in its address space */
@@ -122,9 +126,8 @@ struct oc_win {
 /* Context: registry lookup of a team by local id (NULL if none). */
 oc_team_t *oc_ctx_team_get(oc_context_t *ctx, uint32_t id);
 
-/* Control messages, handled in engine context: the dispatcher (context), the
+/* Control messages, handled in engine context (oc_context.c dispatches): the
  * timeout diagnosis and notifications. */
-void oc_ctx_am_handler(void *arg, const void *data, size_t len);
 void oc_diag_am_handler(oc_context_t *ctx, const void *data, size_t len);
 void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 
@@ -163,6 +166,12 @@ void oc_team_skip_ops(oc_team_t *team, unsigned n);
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **req);
 
+/* Starts a one-shot all-to-all of len-byte blocks run by alg, whatever the
+ * configuration says; fn names the caller in errors. Takes the team's next
+ * operation number whether or not it succeeds. */
+oc_status_t oc_request_ialltoall(const char *fn, oc_team_t *team, const void *sbuf, void *rbuf,
+                                 size_t len, oc_alg_t alg, oc_request_t **req);
+
 /* Window of n counters created for the runtime's own use (halo plans, put
  * all-to-alls). st: this member's status so far; it votes whatever it is, so
  * that a failure on one member fails all. */
@@ -187,11 +196,15 @@ oc_status_t oc_win_close(oc_win_t *win, int failed);
  * ptr is never released rather than released early. */
 void oc_ctx_release_later(oc_context_t *ctx, void (*release)(void *ptr), void *ptr);
 
-/* Engine context: asks every other member of req's team whether it has
- * started req's operation. */
-void oc_diag_send_queries(oc_pe_t *pe, void *req);
+/* oc_wait's deadline for req passed: asks the team who has started its
+ * operation (unless req->knows_peers), gives them a moment to answer (it may
+ * still complete meanwhile), then cancels it. oc_diag_report follows, once
+ * the result is taken. */
+void oc_diag_cancel(oc_request_t *req, double timeout);
 
-/* Appends "ranks that never took part: ..." for req to the error detail. */
-void oc_diag_report(oc_request_t *req);
+/* After oc_diag_cancel, with the start's result st: on OC_ERR_TIMEOUT the
+ * error says what timed out after timeout seconds and who never took part
+ * (and what req->timeout_report adds). */
+void oc_diag_report(oc_request_t *req, oc_status_t st, double timeout);
 
 #endif

@@ -68,21 +68,20 @@ typedef struct {
     const unsigned char *addrs; /* size * stride bytes */
     const team_hello_t *hello;
     size_t stride;
-    oc_status_t status;
-    char error[256];
 } connect_args_t;
 
 /* Engine context: endpoints for every other member, shared through the cache. */
-static void connect_fn(oc_pe_t *pe, void *arg)
+static oc_status_t connect_fn(oc_pe_t *pe, void *arg)
 {
     connect_args_t *a = arg;
     oc_team_t *team = a->team;
     oc_context_t *ctx = team->ctx;
+    oc_status_t st;
     int r;
 
     (void)pe;
-    a->status = oc_ep_cache_reserve(&ctx->ep_cache, (size_t)team->size);
-    for (r = 0; r < team->size && a->status == OC_OK; r++) {
+    st = oc_ep_cache_reserve(&ctx->ep_cache, (size_t)team->size);
+    for (r = 0; r < team->size && st == OC_OK; r++) {
         const unsigned char *addr = a->addrs + (size_t)r * a->stride;
         size_t len = a->hello[r].addr_len;
         oc_ep_entry_t *e;
@@ -93,11 +92,11 @@ static void connect_fn(oc_pe_t *pe, void *arg)
         if (e == NULL) {
             e = oc_ep_entry_new(addr, len);
             if (e == NULL) {
-                a->status = oc_error(OC_ERR_NO_MEMORY, "endpoint cache");
+                st = oc_error(OC_ERR_NO_MEMORY, "endpoint cache");
                 break;
             }
-            a->status = ctx->nic->ops->connect(ctx->nic, addr, len, &e->ep);
-            if (a->status != OC_OK) {
+            st = ctx->nic->ops->connect(ctx->nic, addr, len, &e->ep);
+            if (st != OC_OK) {
                 free(e);
                 break;
             }
@@ -105,8 +104,9 @@ static void connect_fn(oc_pe_t *pe, void *arg)
         }
         team->eps[r] = e->ep;
     }
-    if (a->status != OC_OK) /* the detail lives in the engine thread's slot */
-        snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
+    if (st != OC_OK)
+        oc_error_append(" (oc_team_create: connecting)");
+    return st;
 }
 
 typedef struct {
@@ -115,30 +115,30 @@ typedef struct {
     unsigned char *all;         /* size * size * len: every member's blobs */
     size_t len;
     int complete;               /* 0: write the blobs; 1: complete the endpoints */
-    oc_status_t status;
-    char error[256];
 } wireup_args_t;
 
 /* Engine context: one step of the backend's per-pair wire-up. */
-static void wireup_fn(oc_pe_t *pe, void *arg)
+static oc_status_t wireup_fn(oc_pe_t *pe, void *arg)
 {
     wireup_args_t *a = arg;
     oc_team_t *team = a->team;
     oc_nic_t *nic = oc_pe_nic(pe);
     size_t n = (size_t)team->size;
+    oc_status_t st = OC_OK;
     int r;
 
-    for (r = 0; r < team->size && a->status == OC_OK; r++) {
+    for (r = 0; r < team->size && st == OC_OK; r++) {
         if (r == team->rank || team->eps[r] == NULL)
             continue;
         if (!a->complete)
-            a->status = nic->ops->ep_wireup(nic, team->eps[r], a->mine + (size_t)r * a->len);
+            st = nic->ops->ep_wireup(nic, team->eps[r], a->mine + (size_t)r * a->len);
         else
-            a->status = nic->ops->ep_complete(
+            st = nic->ops->ep_complete(
                 nic, team->eps[r], a->all + ((size_t)r * n + (size_t)team->rank) * a->len);
     }
-    if (a->status != OC_OK)
-        snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
+    if (st != OC_OK)
+        oc_error_append(" (oc_team_create: wiring up)");
+    return st;
 }
 
 /* The wire-up buffers of backends whose endpoints are per pair, allocated
@@ -169,26 +169,18 @@ static oc_status_t wireup(oc_team_t *team, const oc_team_params_t *p, const wire
 {
     const oc_nic_ops_t *ops = team->ctx->nic->ops;
     size_t n = (size_t)p->size, len = ops->wireup_len;
-    wireup_args_t a;
+    wireup_args_t a = {team, b->mine, b->all, len, 0};
 
     if (ops->ep_wireup == NULL)
         return st;
-    memset(&a, 0, sizeof(a));
-    a.team = team;
-    a.len = len;
-    a.status = st;
-    a.mine = b->mine;
-    a.all = b->all;
-    if (a.status == OC_OK)
-        oc_pe_call(team->ctx->pe, wireup_fn, &a);
-    if (p->allgather(a.mine, a.all, n * len, p->arg) != 0 && a.status == OC_OK)
-        a.status = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
+    if (st == OC_OK)
+        st = oc_pe_call(team->ctx->pe, wireup_fn, &a);
+    if (p->allgather(a.mine, a.all, n * len, p->arg) != 0 && st == OC_OK)
+        st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
     a.complete = 1;
-    if (a.status == OC_OK)
-        oc_pe_call(team->ctx->pe, wireup_fn, &a);
-    if (a.status != OC_OK && a.error[0] != '\0')
-        oc_error(a.status, "oc_team_create: %s", a.error);
-    return a.status;
+    if (st == OC_OK)
+        st = oc_pe_call(team->ctx->pe, wireup_fn, &a);
+    return st;
 }
 
 /* Without these a member cannot even take part in the vote. */
@@ -334,15 +326,11 @@ static oc_status_t exchange(oc_team_t *team, const oc_team_params_t *p, oc_statu
         st = oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
         goto out;
     }
-    memset(&ca, 0, sizeof(ca));
     ca.team = team;
     ca.addrs = all;
     ca.hello = hello;
     ca.stride = stride;
-    oc_pe_call(ctx->pe, connect_fn, &ca);
-    st = ca.status;
-    if (st != OC_OK)
-        oc_error(st, "oc_team_create: %s", ca.error);
+    st = oc_pe_call(ctx->pe, connect_fn, &ca);
     st = wireup(team, p, &wb, st);
     /* No member leaves before all have connected: one that went on to
      * finalize its context would take with it the memory its peers are still
@@ -435,9 +423,7 @@ oc_status_t oc_team_free(oc_team_t *team)
     /* A control-message handler may hold the team: let the engine pass by. */
     oc_pe_sync(team->ctx->pe);
     atomic_fetch_sub(&team->ctx->nteams, 1);
-    free(team->peer_ids);
-    free(team->eps);
-    free(team);
+    team_destroy(team); /* its registry_remove finds nothing left to remove */
     return OC_OK;
 }
 
@@ -456,7 +442,7 @@ typedef struct {
     FILE *out;
 } paths_args_t;
 
-static void paths_fn(oc_pe_t *pe, void *arg)
+static oc_status_t paths_fn(oc_pe_t *pe, void *arg)
 {
     paths_args_t *a = arg;
     oc_nic_t *nic = oc_pe_nic(pe);
@@ -471,6 +457,7 @@ static void paths_fn(oc_pe_t *pe, void *arg)
         nic->ops->describe_ep(nic, a->team->eps[r], a->out);
     }
     fflush(a->out);
+    return OC_OK;
 }
 
 oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
@@ -481,6 +468,46 @@ oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
                         team ? "out" : "team");
     oc_pe_call(team->ctx->pe, paths_fn, &a);
     return OC_OK;
+}
+
+void oc_team_skip_ops(oc_team_t *team, unsigned n)
+{
+    atomic_fetch_add(&team->next_seq, n);
+}
+
+/* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and
+ * the exchanges that check what they agree on must not depend on them. */
+oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
+{
+    size_t total = len * (size_t)team->size;
+    oc_request_t *req = NULL;
+    unsigned char *own;
+    oc_status_t st;
+
+    /* On buffers of its own: after a timeout the backend may still read or
+     * write them (not every transfer can be cancelled), so they are kept
+     * until oc_finalize rather than the caller's freed under it. */
+    own = malloc(2 * total + 1);
+    if (own == NULL) {
+        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
+        return oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size,
+                        len);
+    }
+    memcpy(own, mine, total);
+    st = oc_request_ialltoall("oc_team_alltoall", team, own, own + total, len, OC_ALG_BURST, &req);
+    if (st != OC_OK) {
+        free(own);
+        return st;
+    }
+    st = oc_wait(req);
+    oc_request_free(req);
+    if (st == OC_OK) {
+        memcpy(theirs, own + total, total);
+        free(own);
+    } else {
+        oc_ctx_release_later(team->ctx, free, own);
+    }
+    return st;
 }
 
 oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all)

@@ -56,7 +56,7 @@ void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m)
     for (win = ctx->wins; win != NULL && win->id != m->win_id; win = win->next)
         ;
     pthread_mutex_unlock(&ctx->teams_lock);
-    /* Windows are freed only after the engine has passed by (oc_pe_sync), so
+    /* Windows are freed only after the engine has passed by (oc_pe_call), so
      * win stays valid for the rest of this handler. */
     if (win == NULL || m->counter >= win->ncounters || m->origin < 0 ||
         m->origin >= win->team->size) {
@@ -85,47 +85,37 @@ typedef struct {
     size_t key_len;
     const unsigned char *keys;     /* size * stride, for unpacking */
     size_t stride;
-    oc_status_t status;
-    char error[256];
 } win_setup_t;
 
-static void keep_error(win_setup_t *a, oc_status_t st)
-{
-    a->status = st;
-    snprintf(a->error, sizeof(a->error), "%s", oc_last_error());
-}
-
-static void alloc_fn(oc_pe_t *pe, void *arg)
+static oc_status_t alloc_fn(oc_pe_t *pe, void *arg)
 {
     win_setup_t *a = arg;
     oc_nic_t *nic = oc_pe_nic(pe);
     oc_status_t st = nic->ops->mem_alloc(nic, a->alloc, &a->win->mem, &a->win->base);
     if (st == OC_OK)
         st = nic->ops->mem_pack(nic, a->win->mem, &a->key, &a->key_len);
-    if (st != OC_OK)
-        keep_error(a, st);
+    return st;
 }
 
-static void unpack_fn(oc_pe_t *pe, void *arg)
+static oc_status_t unpack_fn(oc_pe_t *pe, void *arg)
 {
     win_setup_t *a = arg;
     oc_win_t *win = a->win;
     oc_nic_t *nic = oc_pe_nic(pe);
+    oc_status_t st = OC_OK;
     int r;
-    for (r = 0; r < win->team->size && a->status == OC_OK; r++) {
-        oc_status_t st;
+    for (r = 0; r < win->team->size && st == OC_OK; r++) {
         if (r == win->team->rank)
             continue;
         st = nic->ops->rkey_unpack(nic, win->team->eps[r], a->keys + (size_t)r * a->stride,
                                    a->stride, &win->peers[r].rkey);
-        if (st != OC_OK)
-            keep_error(a, st);
-        else if (nic->ops->rkey_ptr != NULL)
+        if (st == OC_OK && nic->ops->rkey_ptr != NULL)
             win->peers[r].ptr = nic->ops->rkey_ptr(nic, win->peers[r].rkey, win->peers[r].addr);
     }
+    return st;
 }
 
-static void release_fn(oc_pe_t *pe, void *arg)
+static oc_status_t release_fn(oc_pe_t *pe, void *arg)
 {
     oc_win_t *win = arg;
     oc_nic_t *nic = oc_pe_nic(pe);
@@ -135,6 +125,7 @@ static void release_fn(oc_pe_t *pe, void *arg)
             nic->ops->rkey_destroy(nic, win->peers[r].rkey);
     if (win->mem != NULL)
         nic->ops->mem_free(nic, win->mem);
+    return OC_OK;
 }
 
 static void win_destroy(void *arg)
@@ -152,19 +143,19 @@ void oc_win_release(oc_win_t *win)
 {
     oc_context_t *ctx = win->team->ctx;
     registry_remove(ctx, win);
-    oc_pe_sync(ctx->pe); /* no notification handler still holds win */
-    oc_pe_call(ctx->pe, release_fn, win);
+    oc_pe_call(ctx->pe, release_fn, win); /* and no notification handler holds win */
     atomic_fetch_sub(&win->team->nwins, 1);
     win_destroy(win);
 }
 
 /* A cancelled put no longer reads its task or the team's endpoints, and
  * becomes the engine's orphan: the window may go with the team. */
-static void cancel_puts_fn(oc_pe_t *pe, void *arg)
+static oc_status_t cancel_puts_fn(oc_pe_t *pe, void *arg)
 {
     oc_win_t *win = arg;
     while (win->puts != NULL)
         oc_pe_cancel(pe, &win->puts->x, OC_ERR_TIMEOUT); /* put_complete unlinks it */
+    return OC_OK;
 }
 
 /* Detaches win from its team; transfers on it failed, so the backend may
@@ -218,10 +209,7 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
         }
         win->peers[team->rank].ptr = win->base;
         a->keys = keys;
-        oc_pe_call(team->ctx->pe, unpack_fn, a);
-        st = a->status;
-        if (st != OC_OK)
-            oc_error(st, "%s", a->error);
+        st = oc_pe_call(team->ctx->pe, unpack_fn, a);
     }
     if (st != OC_OK)
         oc_error_append(" (%s: exchanging window keys)", fn);
@@ -265,18 +253,15 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
 
     a->win = win;
     a->alloc = size ? size : 1; /* a zero-length map is refused by UCX */
-    oc_pe_call(team->ctx->pe, alloc_fn, a);
-    st = a->status;
+    st = oc_pe_call(team->ctx->pe, alloc_fn, a);
     if (st != OC_OK) {
+        oc_error_append(" (%s: allocating the window)", fn);
         oc_win_release(win);
         a->win = NULL;
-        return oc_error(st, "%s: %s", fn, a->error);
     }
-    return OC_OK;
+    return st;
 }
 
-/* st: this member's status so far (a refused argument); it votes whatever
- * it is, so that a failure on one member fails all at once. */
 /* Above this host's memory a backend may try for a long while (UCX's posix
  * allocator writes out a shared-memory file block by block) before failing. */
 static oc_status_t check_size(const char *fn, size_t size)
@@ -288,8 +273,10 @@ static oc_status_t check_size(const char *fn, size_t size)
     return OC_OK;
 }
 
-static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsigned ncounters,
-                              oc_status_t st, oc_win_t **out)
+/* st: this member's status so far (a refused argument); it votes whatever
+ * it is, so that a failure on one member fails all at once. */
+oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
+                                   unsigned ncounters, oc_status_t st, oc_win_t **out)
 {
     char what[64];
     win_setup_t a;
@@ -315,12 +302,6 @@ static oc_status_t win_create(const char *fn, oc_team_t *team, size_t size, unsi
     return OC_OK;
 }
 
-oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_status_t st, oc_win_t **out)
-{
-    return win_create(fn, team, size, ncounters, st, out);
-}
-
 oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void **base,
                           oc_win_t **win)
 {
@@ -336,7 +317,7 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
     else if (ncounters > OC_WIN_MAX_COUNTERS)
         st = oc_error(OC_ERR_INVALID_ARG, "oc_win_create: ncounters=%u exceeds %d", ncounters,
                       OC_WIN_MAX_COUNTERS);
-    st = win_create("oc_win_create", team, size, ncounters, st, win);
+    st = oc_win_create_internal("oc_win_create", team, size, ncounters, st, win);
     if (st == OC_OK)
         *base = (*win)->base;
     return st;
@@ -422,6 +403,48 @@ oc_status_t oc_win_peer_ptr(const oc_win_t *win, int target, void **ptr)
 
 /* ---- puts ---------------------------------------------------------------------- */
 
+static oc_task_t put_task(const oc_win_t *win, int peer, size_t off, const void *src, size_t len)
+{
+    return oc_task_put(peer, src, len, win->peers[peer].addr + off, win->peers[peer].rkey);
+}
+
+static oc_task_t notify_task(const oc_win_t *win, int peer, unsigned counter, int origin,
+                             oc_notify_msg_t *msg)
+{
+    msg->type = OC_MSG_NOTIFY;
+    msg->win_id = win->peers[peer].id;
+    msg->counter = counter;
+    msg->origin = origin;
+    return oc_task_notify(peer, msg, sizeof(*msg));
+}
+
+size_t oc_win_put_tasks(const oc_win_t *win, int peer, size_t off, const void *src, size_t len,
+                        unsigned counter, int origin, oc_notify_msg_t *msg, oc_task_t t[2])
+{
+    char *mapped = win->peers[peer].ptr;
+    size_t k = 0;
+    if (len > 0)
+        t[k++] = mapped != NULL ? oc_task_copy(mapped + off, src, len)
+                                : put_task(win, peer, off, src, len);
+    t[k++] = notify_task(win, peer, counter, origin, msg);
+    return k;
+}
+
+oc_task_t oc_win_wait_task(oc_win_t *win, unsigned counter, size_t n)
+{
+    return oc_task_wait(&win->counters[counter], n);
+}
+
+char *oc_win_base(const oc_win_t *win)
+{
+    return win->base;
+}
+
+char *oc_win_mapped(const oc_win_t *win, int peer)
+{
+    return win->peers[peer].ptr;
+}
+
 /* Engine only, as put_complete and the cancel: the list needs no lock. */
 static void put_started(oc_pe_exec_t *x)
 {
@@ -471,15 +494,9 @@ static oc_status_t put(const char *fn, oc_win_t *win, int target, size_t offset,
     if (op == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: put state", fn);
     op->win = win;
-    op->tasks[0] = oc_task_put(target, src, len, win->peers[target].addr + offset,
-                               win->peers[target].rkey);
-    if (notify) {
-        oc_notify_msg_t m = {OC_MSG_NOTIFY, win->peers[target].id, counter, team->rank};
-        op->msg = m;
-        op->tasks[1] = oc_task_notify(target, &op->msg, sizeof(op->msg));
-    } else {
-        op->tasks[1] = oc_task_flush(target);
-    }
+    op->tasks[0] = put_task(win, target, offset, src, len);
+    op->tasks[1] = notify ? notify_task(win, target, counter, team->rank, &op->msg)
+                          : oc_task_flush(target);
     /* A fixed one-list schedule: no builder needed. */
     op->list.first = 0;
     op->list.ntasks = 2;

@@ -1,6 +1,5 @@
 #include "oc_coll.h"
 #include "oc_error.h"
-#include "oc_runtime.h"
 
 /* Each block goes straight into its receiver's landing zone, followed by a
  * notification; the receiver's engine waits for one notification per peer,
@@ -40,30 +39,18 @@ oc_status_t oc_coll_alltoall_put(const oc_coll_args_t *a, oc_sched_t *s)
         int q = (r + d) % n;
         size_t len = oc_coll_scount(a, q);
         const char *src = a->sbuf + oc_coll_sdispl(a, q);
-        char *mapped = win->peers[q].ptr;
-        oc_notify_msg_t *m = &msgs[q];
-        size_t k = 0;
+        size_t k;
 
         if (!oc_coll_put_pair(a, q))
             continue;
         expected++;
-        m->type = OC_MSG_NOTIFY;
-        m->win_id = win->peers[q].id;
-        m->counter = z->counter;
-        m->origin = r;
-        /* A list's copies run before its transfers: the block is in place
-         * before its notification leaves. */
-        if (len > 0)
-            t[k++] = mapped != NULL ? oc_task_copy(mapped + z->remote[q], src, len)
-                                    : oc_task_put(q, src, len, win->peers[q].addr + z->remote[q],
-                                                  win->peers[q].rkey);
-        t[k++] = oc_task_notify(q, m, sizeof(*m));
+        k = oc_win_put_tasks(win, q, z->remote[q], src, len, z->counter, r, &msgs[q], t);
         st = oc_sched_add(s, t, k);
     }
     /* A WAIT task leads its list. */
     oc_sched_end_list(s);
     if (st == OC_OK && expected > 0) {
-        t[0] = oc_task_wait(&win->counters[z->counter], expected);
+        t[0] = oc_win_wait_task(win, z->counter, expected);
         st = oc_sched_add(s, t, 1);
     }
     for (d = 1; d < n && st == OC_OK; d++) {
@@ -71,7 +58,7 @@ oc_status_t oc_coll_alltoall_put(const oc_coll_args_t *a, oc_sched_t *s)
         size_t len = oc_coll_rcount(a, q);
         if (len == 0)
             continue;
-        t[0] = oc_task_copy(a->rbuf + oc_coll_rdispl(a, q), (char *)win->base + z->local[q], len);
+        t[0] = oc_task_copy(a->rbuf + oc_coll_rdispl(a, q), oc_win_base(win) + z->local[q], len);
         st = oc_sched_add(s, t, 1);
     }
     return st;

@@ -7,15 +7,14 @@
 #define OC_COLL_H
 
 #include "oc_sched.h"
+#include "oc_win.h"
 #include "offcoll.h"
-
-struct oc_win;
 
 /* The put algorithm's landing zones at one parity of the starts (persistent
  * requests only; runtime/oc_persist.c creates the window and agrees on the
  * offsets with the peers). */
 typedef struct {
-    struct oc_win *win;
+    oc_win_t *win;
     unsigned counter;        /* the parity's notification counter */
     const size_t *remote;    /* by peer: where this rank's block lands in the peer's window */
     const size_t *local;     /* by peer: where the peer's block lands in this rank's window */

@@ -12,7 +12,7 @@
 #ifndef OC_HALO_SCHED_H
 #define OC_HALO_SCHED_H
 
-#include "oc_runtime.h"
+#include "oc_win.h"
 
 typedef struct {
     int dims[3], periodic[3];
@@ -20,75 +20,64 @@ typedef struct {
     int corners;
     int nfields;
     int size;
-} oc_halo_geom_t;
+} oc_halo_sched_geom_t;
 
 /* One field's extents on one rank. */
 typedef struct {
     size_t n[3];
     size_t es;
     unsigned dims;   /* dimensions the field is exchanged across, a bit each (1 to 7) */
-} oc_halo_ext_t;
+} oc_halo_sched_ext_t;
 
 /* A box of a field array: cells lo[d] .. lo[d]+len[d]-1, ghosts included. */
 typedef struct {
     size_t lo[3], len[3];
-} oc_halo_box_t;
-
-/* Grid coordinates of rank (row-major, dimension 2 fastest). */
-void oc_halo_coords(const oc_halo_geom_t *g, int rank, int c[3]);
+} oc_halo_sched_box_t;
 
 /* Rank at offset (dx, dy, dz) from rank, or -1 past a non-periodic edge. */
-int oc_halo_rank_at(const oc_halo_geom_t *g, int rank, int dx, int dy, int dz);
+int oc_halo_sched_rank_at(const oc_halo_sched_geom_t *g, int rank, int dx, int dy, int dz);
 
 /* The neighbour across side s (0 low, 1 high) of dimension d, or -1. */
-int oc_halo_side_peer(const oc_halo_geom_t *g, int rank, int d, int s);
-
-/* The neighbour rank exchanges field e with across side s of dimension d,
- * or -1: none there, or the field is not exchanged across d. */
-int oc_halo_face_peer(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d, int s);
+int oc_halo_sched_side_peer(const oc_halo_sched_geom_t *g, int rank, int d, int s);
 
 /* What rank sends across side s of dimension d (send), or the ghost layers
  * that side fills (!send). */
-oc_halo_box_t oc_halo_region(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int d,
-                             int s, int send);
-
-static inline size_t oc_halo_box_bytes(const oc_halo_box_t *b, size_t es)
-{
-    return b->len[0] * b->len[1] * b->len[2] * es;
-}
+oc_halo_sched_box_t oc_halo_sched_region(const oc_halo_sched_geom_t *g, int rank,
+                                         const oc_halo_sched_ext_t *e, int d, int s, int send);
 
 /* Offset of the landing zone of (field f, parity p, dimension d, side s) in
  * rank's window, given rank's extents of every field (ext[f]); the window's
  * size when f == nfields. */
-size_t oc_halo_landing(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *ext, int f, int p,
-                       int d, int s);
+size_t oc_halo_sched_landing(const oc_halo_sched_geom_t *g, int rank,
+                             const oc_halo_sched_ext_t *ext, int f, int p, int d, int s);
 
 /* Bytes of field f's pack buffer (every face it sends, one after another). */
-size_t oc_halo_pack_bytes(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e);
+size_t oc_halo_sched_pack_bytes(const oc_halo_sched_geom_t *g, int rank,
+                                const oc_halo_sched_ext_t *e);
 
 /* The sides (dimension, side) of stage st across which rank exchanges field
  * e, in order; how many. One stage per dimension with corners, all three at
  * once without. */
-int oc_halo_stage_sides(const oc_halo_geom_t *g, int rank, const oc_halo_ext_t *e, int st,
-                        int d_s[6][2]);
+int oc_halo_sched_stage_sides(const oc_halo_sched_geom_t *g, int rank, const oc_halo_sched_ext_t *e,
+                              int st, int d_s[6][2]);
 
 /* Counter of (field f, parity p, stage d); stage 0 alone without corners. */
-static inline unsigned oc_halo_counter(const oc_halo_geom_t *g, int f, int p, int d)
+static inline unsigned oc_halo_sched_counter(const oc_halo_sched_geom_t *g, int f, int p, int d)
 {
     return (unsigned)((f * 2 + p) * 3 + (g->corners ? d : 0));
 }
 
 /* What the builder needs of this rank's plan. */
 typedef struct {
-    const oc_halo_geom_t *g;
+    const oc_halo_sched_geom_t *g;
     int rank;
-    const oc_halo_ext_t *ext;   /* every rank's extents: ext[rank * nfields + f] */
-    char *data;                 /* this rank's array of the field */
-    char *pack;                 /* this rank's pack buffer of the field */
-    oc_win_t *win;              /* the plan's window */
-} oc_halo_field_ctx_t;
+    const oc_halo_sched_ext_t *ext; /* every rank's extents: ext[rank * nfields + f] */
+    char *data;                     /* this rank's array of the field */
+    char *pack;                     /* this rank's pack buffer of the field */
+    oc_win_t *win;                  /* the plan's window */
+} oc_halo_sched_args_t;
 
 /* Builds the exchange of field f at parity p into s. */
-oc_status_t oc_halo_build(const oc_halo_field_ctx_t *h, int f, int p, oc_sched_t *s);
+oc_status_t oc_halo_sched_build(const oc_halo_sched_args_t *h, int f, int p, oc_sched_t *s);
 
 #endif
