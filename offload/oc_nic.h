@@ -66,7 +66,6 @@ void oc_nic_list_fail(oc_nic_list_t *list, oc_status_t status);
 typedef void (*oc_nic_am_cb_t)(void *arg, const void *data, size_t len);
 
 typedef struct {
-    const char *name;
     void (*destroy)(oc_nic_t *nic);
     /* Address that peers pass to connect(); owned by the backend. */
     oc_status_t (*address)(oc_nic_t *nic, const void **addr, size_t *len);
@@ -144,6 +143,18 @@ unsigned oc_nic_amq_deliver(oc_nic_amq_t *q, oc_nic_t *nic);
 /* Frees what was not delivered. */
 void oc_nic_amq_fini(oc_nic_amq_t *q);
 
+/* The task of a posted list's slot. */
+static inline const oc_task_t *oc_nic_slot_task(const oc_nic_slot_t *slot)
+{
+    return &slot->list->tasks[slot - slot->list->slots];
+}
+
+/* A put, notification or flush to this process itself, which has no
+ * endpoint to itself: done here (a put is a memcpy, a notification joins q;
+ * who names the backend). Returns 0 for a send or receive, left to the
+ * caller. */
+int oc_nic_do_self(oc_nic_amq_t *q, const char *who, const oc_task_t *t);
+
 static inline int oc_nic_amq_busy(const oc_nic_amq_t *q)
 {
     return q->head != NULL;
@@ -166,9 +177,9 @@ const char *oc_nic_ucx_version(void);
 oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **nic, char *info,
                                 size_t size);
 
-/* Limits of the UCX tag layout, checked when teams are created. */
+/* Limits every backend serves, checked when teams are created (the UCX tag
+ * holds a team id and a rank of these widths beside the operation number). */
 #define OC_NIC_MAX_TEAM_ID  0xffffu
 #define OC_NIC_MAX_RANKS    (1u << 20)
-#define OC_NIC_SEQ_MASK     0x0fffffffu
 
 #endif

@@ -25,23 +25,6 @@ const char *oc_alg_name(oc_alg_t alg)
     return NAME_OF(alg_names, alg);
 }
 
-static oc_status_t parse_enum(const char *var, const char *const *names, int count, int *out)
-{
-    const char *v = getenv(var);
-    int i;
-    if (v == NULL || *v == '\0')
-        return OC_OK;
-    for (i = 0; i < count; i++)
-        if (strcmp(v, names[i]) == 0) {
-            *out = i;
-            return OC_OK;
-        }
-    oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected one of", var, v);
-    for (i = 0; i < count; i++)
-        oc_error_append("%s %s", i ? "," : "", names[i]);
-    return OC_ERR_INVALID_ARG;
-}
-
 static oc_status_t parse_double(const char *var, double *out)
 {
     const char *v = getenv(var);
@@ -114,7 +97,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
 
 #define ENUM(var, names, field, type)                                            \
     e = (int)c.field;                                                            \
-    if ((st = parse_enum(var, names, (int)(sizeof(names) / sizeof(names[0])), &e)) != OC_OK) \
+    if ((st = oc_env_enum(var, names, (int)(sizeof(names) / sizeof(names[0])), &e)) != OC_OK) \
         return st;                                                               \
     c.field = (type)e;
 #define UINT(var, min, max, field)                                               \

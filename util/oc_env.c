@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 oc_status_t oc_env_uint(const char *var, unsigned long long min, unsigned long long max,
                         unsigned long long *out)
@@ -20,4 +21,21 @@ oc_status_t oc_env_uint(const char *var, unsigned long long min, unsigned long l
                         v, min, max);
     *out = x;
     return OC_OK;
+}
+
+oc_status_t oc_env_enum(const char *var, const char *const *names, int count, int *out)
+{
+    const char *v = getenv(var);
+    int i;
+    if (v == NULL || *v == '\0')
+        return OC_OK;
+    for (i = 0; i < count; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return OC_OK;
+        }
+    oc_error(OC_ERR_INVALID_ARG, "%s=%s: expected one of", var, v);
+    for (i = 0; i < count; i++)
+        oc_error_append("%s %s", i ? "," : "", names[i]);
+    return OC_ERR_INVALID_ARG;
 }

@@ -1,6 +1,7 @@
 /*
- * UCX (UCP) backend. One worker in single-thread mode, driven only by the
- * thread that owns the backend instance. Tag send/receive carry the
+ * UCX (UCP) backend. One worker in serialized mode: made on the application
+ * thread, then driven only by the thread that owns the backend instance
+ * (or, inline, by one caller at a time under the engine's lock). Tag send/receive carry the
  * collectives, RMA puts into memory that UCX allocated carry one-sided
  * data; the trigger of a list is its completion counter reaching zero.
  * Control messages (notifications among them) travel as UCP active messages
@@ -39,6 +40,9 @@
  * [19..0] sender's rank in the team. */
 #define TAG_TEAM_SHIFT 48
 #define TAG_SEQ_SHIFT  20
+#define TAG_SEQ_MASK   ((1u << (TAG_TEAM_SHIFT - TAG_SEQ_SHIFT)) - 1u)
+_Static_assert(OC_NIC_MAX_RANKS <= (1u << TAG_SEQ_SHIFT), "a rank fits below the seq field");
+_Static_assert(OC_NIC_MAX_TEAM_ID < (1u << (64 - TAG_TEAM_SHIFT)), "a team id fits the tag");
 
 struct oc_nic_ep {
     ucp_ep_h ep;
@@ -88,7 +92,7 @@ struct late_buf {
 static inline uint64_t make_tag(uint32_t team_id, uint32_t seq, int rank)
 {
     return ((uint64_t)team_id << TAG_TEAM_SHIFT) |
-           ((uint64_t)(seq & OC_NIC_SEQ_MASK) << TAG_SEQ_SHIFT) | (uint64_t)rank;
+           ((uint64_t)(seq & TAG_SEQ_MASK) << TAG_SEQ_SHIFT) | (uint64_t)rank;
 }
 
 /* Sets a UCX variable unless the user has set one of env (NULL-terminated). */
@@ -180,11 +184,6 @@ static void task_finished(oc_nic_slot_t *slot, oc_status_t status)
     }
 }
 
-static const oc_task_t *slot_task(const oc_nic_slot_t *slot)
-{
-    return &slot->list->tasks[slot - slot->list->slots];
-}
-
 /* The endpoint of t's peer; NULL for this process itself. */
 static struct oc_nic_ep *task_ep(const oc_nic_list_t *list, const oc_task_t *t)
 {
@@ -206,7 +205,7 @@ static oc_status_t slot_status(const oc_nic_slot_t *slot, ucs_status_t st)
     const oc_task_t *t;
     if (slot->list->cancelled)
         return OC_ERR_TIMEOUT;
-    t = slot_task(slot);
+    t = oc_nic_slot_task(slot);
     switch (st) {
     case UCS_OK: return OC_OK;
     case UCS_ERR_CANCELED: return OC_ERR_TIMEOUT;
@@ -237,7 +236,7 @@ static oc_status_t recv_status(const oc_nic_slot_t *slot, ucs_status_t st,
     const oc_task_t *t;
     if (st != UCS_OK || slot->list->cancelled)
         return slot_status(slot, st);
-    t = slot_task(slot);
+    t = oc_nic_slot_task(slot);
     if (info->length != t->len)
         return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
                         "message of %zu bytes", t->len, t->peer, info->length);
@@ -288,7 +287,7 @@ static void flush_notify_cb(void *request, ucs_status_t st, void *user_data)
 
 static ucs_status_ptr_t send_notify(oc_nic_slot_t *slot, ucp_request_param_t *param)
 {
-    const oc_task_t *t = slot_task(slot);
+    const oc_task_t *t = oc_nic_slot_task(slot);
     param->cb.send = send_cb;
     param->op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
     param->flags = UCP_AM_SEND_FLAG_EAGER;
@@ -305,15 +304,6 @@ static void request_param(ucp_request_param_t *param, oc_nic_slot_t *slot)
     param->user_data = slot;
 }
 
-/* Self: the peer is this process, which has no endpoint to itself. */
-static void do_local(nic_ucx_t *nic, const oc_task_t *t)
-{
-    if (t->type == OC_TASK_PUT && t->len > 0)
-        memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
-    else if (t->type == OC_TASK_NOTIFY)
-        oc_nic_amq_push(&nic->am, "ucx", t->src, t->len);
-}
-
 /* Posts one transfer, counted in list->outstanding until it finishes. */
 static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
 {
@@ -326,10 +316,9 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
 
     slot->list = list;
     slot->handle = NULL;
-    if (t->peer == m->rank && t->type != OC_TASK_SEND && t->type != OC_TASK_RECV) {
-        do_local(nic, t);
+    /* A send or receive to itself goes through UCX's self transport. */
+    if (t->peer == m->rank && oc_nic_do_self(&nic->am, "ucx", t))
         return OC_OK;
-    }
     /* Only this task fails: the list's transfers with live peers go on, so
      * that those peers are not left waiting for them. */
     if (t->peer != m->rank && m->eps[t->peer]->failed != UCS_OK) {
@@ -400,7 +389,7 @@ static unsigned send_flushed(nic_ucx_t *nic)
     nic->nflushed = 0;
     for (i = 0; i < n; i++) {
         oc_nic_slot_t *slot = nic->flushed[i];
-        const oc_task_t *t = slot_task(slot);
+        const oc_task_t *t = oc_nic_slot_task(slot);
         ucs_status_ptr_t sp;
         if (slot->list->match->eps[t->peer]->failed != UCS_OK) {
             task_finished(slot, peer_failed(t, slot->list->match->eps[t->peer]->failed));
@@ -932,8 +921,7 @@ static void ucx_destroy(oc_nic_t *base)
 }
 
 static const oc_nic_ops_t ucx_ops = {
-    .name = "ucx",
-    .destroy = ucx_destroy,
+        .destroy = ucx_destroy,
     .address = ucx_address,
     .connect = ucx_connect,
     .post_list = ucx_post_list,

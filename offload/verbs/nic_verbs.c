@@ -135,20 +135,10 @@ static unsigned drain(vb_nic_t *nic)
 /* Self: the peer is this process, which has no QP to itself. */
 static oc_status_t do_local(vb_nic_t *nic, const oc_task_t *t)
 {
-    switch (t->type) {
-    case OC_TASK_PUT:
-        if (t->len > 0)
-            memcpy((void *)(uintptr_t)t->raddr, t->src, t->len);
+    if (oc_nic_do_self(&nic->proto.am, "verbs", t))
         return OC_OK;
-    case OC_TASK_NOTIFY:
-        oc_nic_amq_push(&nic->proto.am, "verbs", t->src, t->len);
-        return OC_OK;
-    case OC_TASK_FLUSH:
-        return OC_OK;
-    default:
-        return oc_error(OC_ERR_INVALID_ARG, "verbs: a %s task to this process itself",
-                        t->type == OC_TASK_SEND ? "send" : "receive");
-    }
+    return oc_error(OC_ERR_INVALID_ARG, "verbs: a %s task to this process itself",
+                    t->type == OC_TASK_SEND ? "send" : "receive");
 }
 
 oc_status_t vb_stage_writes(vb_nic_t *nic, oc_nic_ep_t *ep, oc_nic_slot_t *slot,
@@ -473,8 +463,7 @@ static void vb_destroy(oc_nic_t *base)
 }
 
 static const oc_nic_ops_t verbs_ops = {
-    .name = "verbs",
-    .destroy = vb_destroy,
+        .destroy = vb_destroy,
     .address = vb_address,
     .connect = vb_connect,
     .wireup_len = sizeof(vb_wireup_t),

@@ -295,11 +295,6 @@ struct vb_nic {
     int flush_reported;          /* a receive flushed by a QP error was reported */
 };
 
-static inline const oc_task_t *vb_slot_task(const oc_nic_slot_t *slot)
-{
-    return &slot->list->tasks[slot - slot->list->slots];
-}
-
 /* The task of slot ended with status; the list's last one fires its trigger. */
 void vb_task_finished(vb_nic_t *nic, oc_nic_slot_t *slot, oc_status_t status);
 /* Stages the RDMA writes of slot's task: len bytes from src to raddr under

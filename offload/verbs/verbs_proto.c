@@ -167,7 +167,7 @@ static void meet(vb_nic_t *nic, vb_recv_t *r, const vb_hdr_t *h, const char *pay
 
 oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
 {
-    const oc_task_t *t = vb_slot_task(slot);
+    const oc_task_t *t = oc_nic_slot_task(slot);
     const oc_nic_match_t *m = slot->list->match;
     oc_nic_ep_t *ep = m->eps[t->peer];
     vb_op_t *op;
@@ -217,7 +217,7 @@ static int same_key(const vb_hdr_t *h, const vb_recv_t *r)
 
 oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
 {
-    const oc_task_t *t = vb_slot_task(slot);
+    const oc_task_t *t = oc_nic_slot_task(slot);
     const oc_nic_match_t *m = slot->list->match;
     vb_proto_t *p = &nic->proto;
     vb_unexp_t **u;
@@ -298,7 +298,7 @@ static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
     if ((rs = *ps) == NULL)
         return; /* its send was cancelled */
     *ps = rs->next;
-    t = vb_slot_task(rs->slot);
+    t = oc_nic_slot_task(rs->slot);
     st = (oc_status_t)h->status;
     if (st != OC_OK) {
         st = oc_error(st, "verbs: rank %d refused the %zu bytes sent to it (%s)%s", t->peer,

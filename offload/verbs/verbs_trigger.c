@@ -16,6 +16,7 @@
  * own count of unfinished tasks is zero.
  */
 #include "verbs_internal.h"
+#include "oc_env.h"
 #include "oc_error.h"
 
 #include <dlfcn.h>
@@ -29,17 +30,12 @@ typedef int (*query_caps_fn)(struct ibv_context *context, uint64_t *caps);
 
 oc_status_t vb_trigger_parse(vb_trig_mode_t *mode)
 {
-    const char *v = getenv("OC_VERBS_TRIGGER");
-    if (v == NULL || *v == '\0' || strcmp(v, "auto") == 0)
-        *mode = VB_TRIG_AUTO;
-    else if (strcmp(v, "wait") == 0)
-        *mode = VB_TRIG_WAIT;
-    else if (strcmp(v, "thread") == 0)
-        *mode = VB_TRIG_THREAD;
-    else
-        return oc_error(OC_ERR_INVALID_ARG,
-                        "OC_VERBS_TRIGGER=%s: expected one of auto, wait, thread", v);
-    return OC_OK;
+    /* in the order of vb_trig_mode_t */
+    static const char *const names[] = {"auto", "wait", "thread"};
+    int m = VB_TRIG_AUTO;
+    oc_status_t st = oc_env_enum("OC_VERBS_TRIGGER", names, 3, &m);
+    *mode = (vb_trig_mode_t)m;
+    return st;
 }
 
 /* The provider's cross-channel WAIT, or NULL with the reason in why. */
