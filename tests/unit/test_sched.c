@@ -666,6 +666,28 @@ static void test_copy_box(void **state)
                         }
 }
 
+/* Two builders may stack on one schedule (an in-place copy, then Bruck):
+ * the second's scratch must not take the first's away (under ASan a use
+ * after free otherwise). */
+static void test_scratch_blocks(void **state)
+{
+    oc_sched_t s;
+    unsigned char *a, *b;
+    size_t i;
+    (void)state;
+    oc_sched_init(&s, 8);
+    a = oc_sched_scratch(&s, 100);
+    assert_non_null(a);
+    memset(a, 0xa5, 100);
+    b = oc_sched_scratch(&s, 0);
+    assert_non_null(b);
+    assert_ptr_not_equal(a, b);
+    for (i = 0; i < 100; i++)
+        assert_int_equal(a[i], 0xa5);
+    assert_null(oc_sched_scratch(&s, SIZE_MAX));
+    oc_sched_fini(&s);
+}
+
 static void test_simulator_catches(void **state)
 {
     static const struct {
@@ -715,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_bruck_refuses_counts),
         cmocka_unit_test(test_simulator_catches),
         cmocka_unit_test(test_copy_box),
+        cmocka_unit_test(test_scratch_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
