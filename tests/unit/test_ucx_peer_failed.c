@@ -43,11 +43,12 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+/* All of len bytes through fd, or -1 (EOF or an error). */
+static int io_all(int fd, void *buf, size_t len, int out)
 {
-    const char *p = buf;
+    char *p = buf;
     while (len > 0) {
-        ssize_t n = write(fd, p, len);
+        ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -58,19 +59,14 @@ static int write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+static int write_all(int fd, const void *buf, size_t len)
+{
+    return io_all(fd, (void *)(uintptr_t)buf, len, 1);
+}
+
 static int read_all(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = read(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return io_all(fd, buf, len, 0);
 }
 
 typedef struct {
