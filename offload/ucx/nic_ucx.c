@@ -99,10 +99,13 @@ static inline uint64_t make_tag(uint32_t team_id, uint32_t seq, int rank)
 static ucs_status_t config_default(ucp_config_t *config, const char *name, const char *value,
                                    const char *const *env)
 {
+    ucs_status_t st;
     for (; *env != NULL; env++)
         if (getenv(*env) != NULL)
             return UCS_OK;
-    return ucp_config_modify(config, name, value);
+    st = ucp_config_modify(config, name, value);
+    /* A UCX without the setting runs as before, only without its help. */
+    return st == UCS_ERR_NO_ELEM ? UCS_OK : st;
 }
 
 /* Whether the transport list tls (UCX_TLS syntax; NULL: all) takes sysv or
@@ -304,6 +307,14 @@ static void request_param(ucp_request_param_t *param, oc_nic_slot_t *slot)
     param->user_data = slot;
 }
 
+/* Whether peer's message of m's operation waits among the unexpected ones. */
+static int arrived(nic_ucx_t *nic, const oc_nic_match_t *m, int peer)
+{
+    ucp_tag_recv_info_t info; /* filled by UCX when found */
+    return ucp_tag_probe_nb(nic->worker, make_tag(m->team_id, m->seq, peer), UINT64_MAX, 0,
+                            &info) != NULL;
+}
+
 /* Posts one transfer, counted in list->outstanding until it finishes. */
 static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
 {
@@ -320,8 +331,10 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     if (t->peer == m->rank && oc_nic_do_self(&nic->am, "ucx", t))
         return OC_OK;
     /* Only this task fails: the list's transfers with live peers go on, so
-     * that those peers are not left waiting for them. */
-    if (t->peer != m->rank && m->eps[t->peer]->failed != UCS_OK) {
+     * that those peers are not left waiting for them. A message the peer
+     * sent before it died may be here already, though: its receive goes on. */
+    if (t->peer != m->rank && m->eps[t->peer]->failed != UCS_OK &&
+        !(t->type == OC_TASK_RECV && arrived(nic, m, t->peer))) {
         oc_nic_list_fail(list, peer_failed(t, m->eps[t->peer]->failed));
         return OC_OK;
     }
@@ -438,13 +451,19 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     oc_status_t st = OC_OK;
     size_t i;
 
+    list->nic = base;
+    list->status = OC_OK;
+    list->cancelled = 0;
     /* Room first: a list in flight that a peer's failure could not find
      * would wait for its receives until it times out. */
     if (nic->nlists == nic->lists_cap) {
         size_t ncap = nic->lists_cap ? 2 * nic->lists_cap : 16;
         oc_nic_list_t **n = realloc(nic->lists, ncap * sizeof(*n));
-        if (n == NULL)
-            return oc_error(OC_ERR_NO_MEMORY, "ucx: list of %zu lists in flight", ncap);
+        if (n == NULL) {
+            st = oc_error(OC_ERR_NO_MEMORY, "ucx: list of %zu lists in flight", ncap);
+            oc_nic_list_fail(list, st);
+            return st;
+        }
         nic->lists = n;
         nic->lists_cap = ncap;
     }
@@ -452,9 +471,6 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
 
     /* One extra count, dropped after the loop, keeps done() from firing while
      * the list is still being posted. */
-    list->nic = base;
-    list->status = OC_OK;
-    list->cancelled = 0;
     list->outstanding = 1;
     for (i = 0; i < list->ntasks && st == OC_OK; i++)
         if (list->tasks[i].type != OC_TASK_COPY)
@@ -523,8 +539,12 @@ static unsigned end_failed(nic_ucx_t *nic)
         unsigned k;
         nic->failing = ep->failed_next;
         k = fail_receives(nic, ep);
-        oc_notice(nic->verbose || k > 0, "ucx: the connection to a peer failed (%s); %u "
-                  "receive(s) from it end with an error", ucs_status_string(ep->failed), k);
+        if (k > 0)
+            oc_warn("ucx: the connection to a peer failed (%s); %u receive(s) from it end "
+                    "with an error", ucs_status_string(ep->failed), k);
+        else
+            oc_notice(nic->verbose, "ucx: the connection to a peer failed (%s)",
+                      ucs_status_string(ep->failed));
         n += k + 1;
     }
     return n;

@@ -8,8 +8,9 @@
  * TCP the connection is reset) but does not end receives, which wait in the
  * worker for any sender: the backend must, so that oc_wait returns
  * OC_ERR_BACKEND naming rank 1 within seconds rather than after OC_TIMEOUT_S
- * (30 s here). Later exchanges with rank 1 fail at once, and finalizing
- * closes the failed endpoint without waiting. Each progress mode, over shared
+ * (30 s here). Later exchanges with rank 1 fail at once, but a message it
+ * sent before it died still reaches its receive, and finalizing closes the
+ * failed endpoint without waiting. Each progress mode, over shared
  * memory and over TCP (OC_INTRANODE=loopback).
  */
 #include <setjmp.h>
@@ -110,7 +111,22 @@ static oc_status_t alltoall(oc_team_t *team, size_t block)
     return st;
 }
 
-/* Rank 1: connects, exchanges, then dies when told, without finalizing. */
+/* A persistent exchange in which rank 1 sends SMALL bytes of 0x77 to rank 0
+ * and nothing else moves (agreed at the set-up, so no zero-byte messages):
+ * rank 1's part ends once its send has left. */
+static oc_status_t last_words_init(oc_team_t *team, int rank, unsigned char *buf,
+                                   oc_request_t **req)
+{
+    size_t sc[N] = {0, 0}, rc[N] = {0, 0}, d[N] = {0, 0};
+    if (rank == 1)
+        sc[0] = SMALL;
+    else
+        rc[1] = SMALL;
+    return oc_alltoallv_init(team, buf, SMALL, sc, d, buf + SMALL, SMALL, rc, d, req);
+}
+
+/* Rank 1: connects, exchanges, sends its last words, then dies when told,
+ * without finalizing. */
 static int child_main(int fd, int inline_mode, int loopback)
 {
     sock_oob_t oob = {fd, 1};
@@ -118,13 +134,18 @@ static int child_main(int fd, int inline_mode, int loopback)
     oc_config_t cfg;
     oc_context_t *ctx;
     oc_team_t *team;
+    oc_request_t *req;
+    static unsigned char buf[2 * SMALL];
     char c;
 
     if (oc_config_init(&cfg) != OC_OK)
         _exit(2);
     configure(&cfg, inline_mode, loopback);
+    memset(buf, 0x77, SMALL);
     if (oc_init(&cfg, &ctx) != OC_OK || oc_team_create(ctx, &tp, &team) != OC_OK ||
-        alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK) {
+        alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK ||
+        last_words_init(team, 1, buf, &req) != OC_OK || oc_start(req) != OC_OK ||
+        oc_wait(req) != OC_OK) {
         fprintf(stderr, "child: %s\n", oc_last_error());
         _exit(3);
     }
@@ -185,7 +206,10 @@ static void run_case(int inline_mode, int loopback)
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
+    oc_request_t *last = NULL;
+    unsigned char buf[2 * SMALL];
     double t0;
+    size_t i;
     char c;
 
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -209,7 +233,9 @@ static void run_case(int inline_mode, int loopback)
         kill(child, SIGKILL);
         fail_msg("team: %s", oc_last_error());
     }
-    if (alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK) {
+    memset(buf, 0, sizeof(buf));
+    if (alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK ||
+        last_words_init(team, 0, buf, &last) != OC_OK) {
         kill(child, SIGKILL);
         fail_msg("exchange before the failure: %s", oc_last_error());
     }
@@ -219,6 +245,14 @@ static void run_case(int inline_mode, int loopback)
     expect_failure(team, LARGE, 0, -1, 0, REFUSE_MAX_S, "later rendezvous alltoall");
     expect_failure(team, SMALL, 0, -1, 0, REFUSE_MAX_S, "later eager alltoall");
     expect_failure(team, SMALL, 1, -1, 0, REFUSE_MAX_S, "later receive");
+
+    /* What rank 1 sent before it died is delivered, failed peer or not. */
+    assert_int_equal(oc_start(last), OC_OK);
+    if (oc_wait(last) != OC_OK)
+        fail_msg("rank 1's last words, sent before it died: %s", oc_last_error());
+    for (i = 0; i < SMALL; i++)
+        assert_int_equal(buf[SMALL + i], 0x77);
+    assert_int_equal(oc_request_free(last), OC_OK);
 
     t0 = now_s();
     assert_int_equal(oc_team_free(team), OC_OK);
