@@ -125,12 +125,6 @@ static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const 
 
 /* ---- life cycle ------------------------------------------------------------ */
 
-/* The state without the waiters bit. */
-static uint32_t state_of(uint32_t word)
-{
-    return word & ~(uint32_t)OC_REQ_WAITERS;
-}
-
 /* Once DONE is published the application may free req at once, so the
  * engine reads nothing of it afterwards: the waiters bit comes back from the
  * exchange, and the futex wake only names the address (the kernel reads no
@@ -635,7 +629,7 @@ static int wait_until(oc_request_t *req, double deadline)
         }
     } else {
         uint32_t s = atomic_load(&req->state);
-        while (state_of(s) == OC_REQ_ACTIVE) {
+        while (oc_request_state_of(s) == OC_REQ_ACTIVE) {
             double left = deadline > 0 ? deadline - oc_time_now() : -1;
             if (deadline > 0 && left <= 0)
                 break;

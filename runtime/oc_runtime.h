@@ -87,10 +87,16 @@ typedef struct oc_request {
                                        request_free on it: a second is refused */
 } oc_request_t;
 
+/* A request's state word without the waiters bit. */
+static inline uint32_t oc_request_state_of(uint32_t word)
+{
+    return word & ~(uint32_t)OC_REQ_WAITERS;
+}
+
 /* req's state without the waiters bit (any thread). */
 static inline uint32_t oc_request_state(oc_request_t *req)
 {
-    return atomic_load(&req->state) & ~(uint32_t)OC_REQ_WAITERS;
+    return oc_request_state_of(atomic_load(&req->state));
 }
 
 /* Control messages between progress engines: a uint32_t type comes first
