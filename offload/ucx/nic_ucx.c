@@ -211,7 +211,8 @@ static oc_status_t slot_status(const oc_nic_slot_t *slot, ucs_status_t st)
     t = oc_nic_slot_task(slot);
     switch (st) {
     case UCS_OK: return OC_OK;
-    case UCS_ERR_CANCELED: return OC_ERR_TIMEOUT;
+    /* Not our cancel (the list's is above): UCX's, of a rendezvous whose
+     * peer failed, which the default case names. */
     case UCS_ERR_MESSAGE_TRUNCATED:
         return oc_error(OC_ERR_MISMATCH, "ucx: a receive of %zu bytes from rank %d met a "
                         "longer message", t->len, t->peer);

@@ -9,8 +9,9 @@
  * worker for any sender: the backend must, so that oc_wait returns
  * OC_ERR_BACKEND naming rank 1 within seconds rather than after OC_TIMEOUT_S
  * (30 s here). Later exchanges with rank 1 fail at once, but a message it
- * sent before it died still reaches its receive, and finalizing closes the
- * failed endpoint without waiting. Each progress mode, over shared
+ * sent before it died still reaches its receive (one it only announced, by
+ * rendezvous, fails naming it), and finalizing closes the failed endpoint
+ * without waiting. Each progress mode, over shared
  * memory and over TCP (OC_INTRANODE=loopback).
  */
 #include <setjmp.h>
@@ -30,7 +31,7 @@
 
 #include "offcoll.h"
 
-enum { N = 2, SMALL = 100, LARGE = 20000 /* eager, rendezvous */ };
+enum { N = 2, SMALL = 100, LARGE = 20000 /* eager, rendezvous */, HUGE = 65536 };
 
 #define TIMEOUT_S 30.0
 /* UCX's keepalive runs every second (the backend's default): a few rounds. */
@@ -111,18 +112,19 @@ static oc_status_t alltoall(oc_team_t *team, size_t block)
     return st;
 }
 
-/* A persistent exchange in which rank 1 sends SMALL bytes of 0x77 to rank 0
- * and nothing else moves (agreed at the set-up, so no zero-byte messages):
- * rank 1's part ends once its send has left. */
-static oc_status_t last_words_init(oc_team_t *team, int rank, unsigned char *buf,
+/* A persistent exchange in which rank 1 sends len bytes of buf to rank 0
+ * (into buf + len) and nothing else moves (agreed at the set-up, so no
+ * zero-byte messages). Eager (SMALL), rank 1's part ends once its send has
+ * left; by rendezvous (HUGE, over TCP too), only once rank 0 has fetched it. */
+static oc_status_t last_words_init(oc_team_t *team, int rank, unsigned char *buf, size_t len,
                                    oc_request_t **req)
 {
     size_t sc[N] = {0, 0}, rc[N] = {0, 0}, d[N] = {0, 0};
     if (rank == 1)
-        sc[0] = SMALL;
+        sc[0] = len;
     else
-        rc[1] = SMALL;
-    return oc_alltoallv_init(team, buf, SMALL, sc, d, buf + SMALL, SMALL, rc, d, req);
+        rc[1] = len;
+    return oc_alltoallv_init(team, buf, len, sc, d, buf + len, len, rc, d, req);
 }
 
 /* Rank 1: connects, exchanges, sends its last words, then dies when told,
@@ -134,18 +136,20 @@ static int child_main(int fd, int inline_mode, int loopback)
     oc_config_t cfg;
     oc_context_t *ctx;
     oc_team_t *team;
-    oc_request_t *req;
-    static unsigned char buf[2 * SMALL];
+    oc_request_t *req, *unfinished;
+    static unsigned char buf[2 * SMALL], big[2 * HUGE];
     char c;
 
     if (oc_config_init(&cfg) != OC_OK)
         _exit(2);
     configure(&cfg, inline_mode, loopback);
     memset(buf, 0x77, SMALL);
+    memset(big, 0x78, HUGE);
     if (oc_init(&cfg, &ctx) != OC_OK || oc_team_create(ctx, &tp, &team) != OC_OK ||
         alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK ||
-        last_words_init(team, 1, buf, &req) != OC_OK || oc_start(req) != OC_OK ||
-        oc_wait(req) != OC_OK) {
+        last_words_init(team, 1, buf, SMALL, &req) != OC_OK || oc_start(req) != OC_OK ||
+        oc_wait(req) != OC_OK || last_words_init(team, 1, big, HUGE, &unfinished) != OC_OK ||
+        oc_start(unfinished) != OC_OK) {
         fprintf(stderr, "child: %s\n", oc_last_error());
         _exit(3);
     }
@@ -206,8 +210,9 @@ static void run_case(int inline_mode, int loopback)
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
-    oc_request_t *last = NULL;
-    unsigned char buf[2 * SMALL];
+    oc_request_t *last = NULL, *unfinished = NULL;
+    static unsigned char buf[2 * SMALL], big[2 * HUGE];
+    oc_status_t st;
     double t0;
     size_t i;
     char c;
@@ -235,7 +240,8 @@ static void run_case(int inline_mode, int loopback)
     }
     memset(buf, 0, sizeof(buf));
     if (alltoall(team, SMALL) != OC_OK || alltoall(team, LARGE) != OC_OK ||
-        last_words_init(team, 0, buf, &last) != OC_OK) {
+        last_words_init(team, 0, buf, SMALL, &last) != OC_OK ||
+        last_words_init(team, 0, big, HUGE, &unfinished) != OC_OK) {
         kill(child, SIGKILL);
         fail_msg("exchange before the failure: %s", oc_last_error());
     }
@@ -253,6 +259,19 @@ static void run_case(int inline_mode, int loopback)
     for (i = 0; i < SMALL; i++)
         assert_int_equal(buf[SMALL + i], 0x77);
     assert_int_equal(oc_request_free(last), OC_OK);
+    /* But one it had only announced (rendezvous) cannot come: UCX cancels the
+     * matched receive, which must fail naming rank 1, not as a timeout. */
+    assert_int_equal(oc_start(unfinished), OC_OK);
+    t0 = now_s();
+    st = oc_wait(unfinished);
+    print_message("rendezvous announced before the death: %s after %.3f s: %s\n",
+                  oc_status_string(st), now_s() - t0, oc_last_error());
+    if (st != OC_ERR_BACKEND || strstr(oc_last_error(), "receive from rank 1") == NULL)
+        fail_msg("rank 1's unfinished rendezvous: %s (%s), not OC_ERR_BACKEND naming rank 1",
+                 oc_status_string(st), oc_last_error());
+    if (now_s() - t0 > REFUSE_MAX_S)
+        fail_msg("rank 1's unfinished rendezvous failed after %.1f s", now_s() - t0);
+    assert_int_equal(oc_request_free(unfinished), OC_OK);
 
     t0 = now_s();
     assert_int_equal(oc_team_free(team), OC_OK);
