@@ -194,7 +194,9 @@ OC_API const char *oc_context_progress_info(const oc_context_t *ctx);
 
 /** Out-of-band allgather supplied by the application: every member contributes
  *  len bytes from src; dst receives size*len bytes ordered by rank. Returns 0
- *  on success. Called only from oc_team_create, by every member. */
+ *  on success. Called only from oc_team_create, by every member. Every member
+ *  must pass the same size: dst holds size*len bytes of the caller's size,
+ *  which the library cannot check before this exchange. */
 typedef int (*oc_oob_allgather_fn)(const void *src, void *dst, size_t len, void *arg);
 
 typedef struct {
@@ -253,7 +255,11 @@ OC_API oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
  *  which every block is checked; receive blocks must not overlap. The count
  *  and displacement arrays are not referenced after the call. With sbuf
  *  OC_IN_PLACE, sbuf_bytes, scounts and sdispls are ignored: rcounts[i]
- *  bytes at rdispls[i] of rbuf go to rank i, whose rcounts must say the same. */
+ *  bytes at rdispls[i] of rbuf go to rank i, whose rcounts must say the same.
+ *  A receive count that disagrees with its sender's fails the call at that
+ *  receiver (OC_ERR_MISMATCH), zero against non-zero too: a zero count still
+ *  exchanges an empty message, which persistent requests avoid (they compare
+ *  the counts at set-up, on every member). */
 OC_API oc_status_t oc_ialltoallv(oc_team_t *team,
                                  const void *sbuf, size_t sbuf_bytes,
                                  const size_t *scounts, const size_t *sdispls,
