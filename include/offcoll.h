@@ -69,9 +69,9 @@ typedef enum {
 OC_API const char *oc_status_string(oc_status_t status);
 
 /** Detail of the last error raised on the calling thread ("" if none). Like
- *  errno, read it right after a failure: a call that succeeds may leave it
- *  as it was or, in inline mode (where oc_test/oc_wait run the engine, and
- *  with it other operations), replace it with another operation's.
+ *  errno, read it right after a failure; a call that succeeds leaves it as
+ *  it was (also in inline mode, where the caller's thread progresses other
+ *  operations: their failures are reported by their own calls).
  *  The string is owned by the library and valid until the thread's next call. */
 OC_API const char *oc_last_error(void);
 

@@ -346,14 +346,34 @@ static void inline_leave(oc_pe_t *pe)
         pthread_mutex_unlock(&pe->inline_lock);
 }
 
+/* The engine's work for every operation, done on the caller's thread
+ * (inline): what fails there is recorded with its list and request, and
+ * the caller's oc_last_error() stays its own. */
+static void inline_work_enter(oc_pe_t *pe, oc_error_saved_t *saved)
+{
+    if (pe->mode == OC_PROGRESS_INLINE) {
+        pthread_mutex_lock(&pe->inline_lock);
+        oc_error_save(saved);
+    }
+}
+
+static void inline_work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
+{
+    if (pe->mode == OC_PROGRESS_INLINE) {
+        oc_error_restore(saved);
+        pthread_mutex_unlock(&pe->inline_lock);
+    }
+}
+
 unsigned oc_pe_progress(oc_pe_t *pe)
 {
+    oc_error_saved_t saved;
     unsigned n;
-    inline_enter(pe);
+    inline_work_enter(pe, &saved);
     n = run_queue(pe);
     n += pe->nic->ops->progress(pe->nic);
     n += run_ready(pe);
-    inline_leave(pe);
+    inline_work_leave(pe, &saved);
     return n;
 }
 
@@ -378,9 +398,10 @@ void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
 {
     x->item.run = run_start;
     if (pe->mode == OC_PROGRESS_INLINE) {
-        inline_enter(pe);
+        oc_error_saved_t saved;
+        inline_work_enter(pe, &saved);
         run_start(pe, &x->item);
-        inline_leave(pe);
+        inline_work_leave(pe, &saved);
         return;
     }
     submit(pe, &x->item);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static _Thread_local char last_error[1024];
+static _Thread_local char last_error[sizeof(((oc_error_saved_t *)0)->text)];
 
 const char *oc_status_string(oc_status_t status)
 {
@@ -50,6 +50,16 @@ void oc_error_append(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(last_error + len, sizeof(last_error) - len, fmt, ap);
     va_end(ap);
+}
+
+void oc_error_save(oc_error_saved_t *saved)
+{
+    memcpy(saved->text, last_error, strlen(last_error) + 1);
+}
+
+void oc_error_restore(const oc_error_saved_t *saved)
+{
+    memcpy(last_error, saved->text, strlen(saved->text) + 1);
 }
 
 static void print_line(const char *prefix, const char *fmt, va_list ap)

@@ -11,6 +11,15 @@ oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
 /* Appends to the current detail (used to add context on the way up). */
 void oc_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The calling thread's detail, kept aside while it works for others (the
+ * inline engine progresses every operation, whose failures have their own
+ * records), so that a call that succeeds leaves the detail as it was. */
+typedef struct {
+    char text[1024];
+} oc_error_saved_t;
+void oc_error_save(oc_error_saved_t *saved);
+void oc_error_restore(const oc_error_saved_t *saved);
+
 /* One-line notice on stderr, prefixed "offcoll: ", when verbose (OC_VERBOSE). */
 void oc_notice(int verbose, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

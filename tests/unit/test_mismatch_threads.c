@@ -6,7 +6,9 @@
  * the sender's ends with OC_OK or OC_ERR_MISMATCH. Afterwards the same team
  * runs a correct exchange of large blocks, so nothing of the failed
  * operation (an early message, a rendezvous reply) is matched by a later one.
- * Threads stand in for ranks (ut_ranks.h); runs on UCX and, preloaded with
+ * In inline mode, a successful wait during which another operation fails
+ * leaves the caller's oc_last_error() as it was. Threads stand in for
+ * ranks (ut_ranks.h); runs on UCX and, preloaded with
  * softverbs, on the verbs backend.
  */
 #include <setjmp.h>
@@ -116,17 +118,72 @@ static void every_pairing(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
     }
 }
 
+/* Inline mode: rank 1's thread meets operation A's mismatch while it waits
+ * for operation B, which succeeds; B's wait must leave rank 1's
+ * oc_last_error() as it was, and A's own wait report the mismatch. Rank 0
+ * sends only once rank 1 has posted both (the barrier), so that the failure
+ * comes inside B's wait. */
+static void detail_kept(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    static const char marker[] = "the application's own last error";
+    static const pairing_t p = {SMALL, 2 * SMALL};
+    size_t sc[N] = {SMALL, SMALL}, rc[N] = {SMALL, SMALL}, d[N] = {0, 4 * LARGE};
+    unsigned char *s = calloc(N, 4 * LARGE), *r = calloc(N, 4 * LARGE);
+    unsigned char *s2 = calloc(N, SMALL), *r2 = calloc(N, SMALL);
+    oc_request_t *a = NULL, *b = NULL;
+    int me_r = me->member.rank;
+
+    (void)ctx;
+    if (!CHECK(s != NULL && r != NULL && s2 != NULL && r2 != NULL, "out of memory"))
+        goto out;
+    if (me_r == 0)
+        sc[1] = p.sent;
+    else
+        rc[0] = p.expected;
+    if (me_r == 1) {
+        oc_set_last_error(OC_OK, marker);
+        if (!CHECK_OC(oc_ialltoallv(team, s, N * 4 * LARGE, sc, d, r, N * 4 * LARGE, rc, d,
+                                    &a)) ||
+            !CHECK_OC(oc_ialltoall(team, s2, r2, SMALL, &b)))
+            goto out;
+        ut_barrier(me);
+        if (CHECK_OC(oc_wait(b)))
+            CHECK(strcmp(oc_last_error(), marker) == 0,
+                  "a successful oc_wait changed oc_last_error() to \"%s\"", oc_last_error());
+        CHECK(oc_wait(a) == OC_ERR_MISMATCH && strstr(oc_last_error(), "bytes") != NULL,
+              "operation A: \"%s\", not the mismatch", oc_last_error());
+    } else {
+        ut_barrier(me);
+        if (!CHECK_OC(oc_ialltoallv(team, s, N * 4 * LARGE, sc, d, r, N * 4 * LARGE, rc, d,
+                                    &a)) ||
+            !CHECK_OC(oc_ialltoall(team, s2, r2, SMALL, &b)))
+            goto out;
+        oc_wait(a); /* OC_OK or OC_ERR_MISMATCH, as above */
+        CHECK_OC(oc_wait(b));
+    }
+out:
+    if (a != NULL)
+        CHECK_OC(oc_request_free(a));
+    if (b != NULL)
+        CHECK_OC(oc_request_free(b));
+    free(s);
+    free(r);
+    free(s2);
+    free(r2);
+}
+
 static void *rank_main(void *arg)
 {
     ut_rank_t *me = arg;
     oc_config_t cfg;
+    int inline_detail = me->c != NULL;
 
     if (!CHECK_OC(oc_config_init(&cfg)))
         return NULL;
-    cfg.progress = OC_PROGRESS_THREAD;
+    cfg.progress = inline_detail ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
     cfg.alltoall_alg = cfg.alltoallv_alg = OC_ALG_BURST;
     cfg.timeout_s = 30;
-    ut_with_team(me, &cfg, every_pairing);
+    ut_with_team(me, &cfg, inline_detail ? detail_kept : every_pairing);
     return NULL;
 }
 
@@ -136,10 +193,17 @@ static void test_mismatch(void **state)
     ut_run_ranks(N, rank_main, NULL, "mismatched sizes");
 }
 
+static void test_inline_detail_kept(void **state)
+{
+    (void)state;
+    ut_run_ranks(N, rank_main, "inline", "another operation's failure, inline");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_inline_detail_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
