@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -43,7 +42,7 @@ typedef struct {
     oc_status_t (*fn)(oc_pe_t *pe, void *arg);
     void *arg;
     oc_status_t status;
-    char error[1024];           /* fn's oc_last_error() where it failed, as long as that */
+    oc_error_saved_t detail;    /* fn's oc_last_error() where it failed */
     _Atomic uint32_t done;
 } pe_call_t;
 
@@ -351,18 +350,16 @@ static void inline_leave(oc_pe_t *pe)
  * the caller's oc_last_error() stays its own. */
 static void inline_work_enter(oc_pe_t *pe, oc_error_saved_t *saved)
 {
-    if (pe->mode == OC_PROGRESS_INLINE) {
-        pthread_mutex_lock(&pe->inline_lock);
+    inline_enter(pe);
+    if (pe->mode == OC_PROGRESS_INLINE)
         oc_error_save(saved);
-    }
 }
 
 static void inline_work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
 {
-    if (pe->mode == OC_PROGRESS_INLINE) {
+    if (pe->mode == OC_PROGRESS_INLINE)
         oc_error_restore(saved);
-        pthread_mutex_unlock(&pe->inline_lock);
-    }
+    inline_leave(pe);
 }
 
 unsigned oc_pe_progress(oc_pe_t *pe)
@@ -413,7 +410,7 @@ static void run_call(oc_pe_t *pe, oc_pe_item_t *item)
     c->status = c->fn(pe, c->arg);
     /* The detail is in this thread's oc_last_error(), not the caller's. */
     if (c->status != OC_OK)
-        snprintf(c->error, sizeof(c->error), "%s", oc_last_error());
+        oc_error_save(&c->detail);
     atomic_store(&c->done, 1);
     oc_futex_wake_all(&c->done);
 }
@@ -436,7 +433,9 @@ oc_status_t oc_pe_call(oc_pe_t *pe, oc_status_t (*fn)(oc_pe_t *pe, void *arg), v
     submit(pe, &c.item);
     while (!atomic_load(&c.done))
         oc_futex_wait(&c.done, 0, -1);
-    return c.status != OC_OK ? oc_error(c.status, "%s", c.error) : OC_OK;
+    if (c.status != OC_OK)
+        oc_error_restore(&c.detail);
+    return c.status;
 }
 
 static oc_status_t sync_fn(oc_pe_t *pe, void *arg)

@@ -214,14 +214,14 @@ static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *
 {
     halo_hello_t mine, *all;
     oc_status_t st = check_local(team, p, fields, nfields), xst;
-    char detail[512];
+    oc_error_saved_t detail; /* this member's reason, across the exchange */
     int r, d;
 
     if (st == OC_OK)
         st = h != NULL ? prepare(h, p, fields, nfields)
                        : oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: plan");
 
-    snprintf(detail, sizeof(detail), "%s", oc_last_error());
+    oc_error_save(&detail);
     memset(&mine, 0, sizeof(mine));
     mine.status = st;
     if (p != NULL) {
@@ -244,7 +244,8 @@ static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *
     }
     if (st != OC_OK) {
         free(all);
-        return oc_error(st, "%s", detail);
+        oc_error_restore(&detail);
+        return st;
     }
     for (r = 0; r < team->size; r++) {
         if (all[r].status != OC_OK) {

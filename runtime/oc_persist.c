@@ -122,7 +122,8 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
 {
     int n = team->size, r, all_put = 1;
     persist_msg_t *out = calloc(2 * (size_t)n, sizeof(*out)), *in = out + n;
-    char detail[1024], what[96];
+    oc_error_saved_t detail; /* this member's reason, across the exchange */
+    char what[96];
     oc_status_t xst;
 
     memset(put, 0, sizeof(*put));
@@ -132,17 +133,20 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
         oc_team_skip_ops(team, 1);
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
     }
-    snprintf(detail, sizeof(detail), "%s", oc_last_error());
+    oc_error_save(&detail);
     if (st == OC_OK)
         fill_messages(team, a, *alg, fallback, out);
     xst = oc_team_alltoall(team, out, sizeof(*out), in);
     if (xst != OC_OK) {
         free(out);
         oc_error_append(" (%s: agreeing with the other members)", fn);
-        return st != OC_OK ? oc_error(st, "%s", detail) : xst;
+        if (st == OC_OK)
+            return xst;
+        oc_error_restore(&detail);
+        return st;
     }
     if (st != OC_OK)
-        oc_error(st, "%s", detail);
+        oc_error_restore(&detail);
     for (r = 0; r < n; r++)
         all_put &= (oc_alg_t)in[r].alg == OC_ALG_PUT;
     *alg = runs(*alg, fallback, all_put);

@@ -13,7 +13,8 @@ void oc_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 
 /* The calling thread's detail, kept aside while it works for others (the
  * inline engine progresses every operation, whose failures have their own
- * records), so that a call that succeeds leaves the detail as it was. */
+ * records), so that a call that succeeds leaves the detail as it was; or
+ * carried to another thread (the engine's oc_pe_call to its caller). */
 typedef struct {
     char text[1024];
 } oc_error_saved_t;

@@ -1,9 +1,10 @@
 /*
  * UCX (UCP) backend. One worker in serialized mode: made on the application
  * thread, then driven only by the thread that owns the backend instance
- * (or, inline, by one caller at a time under the engine's lock). Tag send/receive carry the
- * collectives, RMA puts into memory that UCX allocated carry one-sided
- * data; the trigger of a list is its completion counter reaching zero.
+ * (or, inline, by one caller at a time under the engine's lock). Tag
+ * send/receive carry the collectives, RMA puts into memory that UCX
+ * allocated carry one-sided data; the trigger of a list is its completion
+ * counter reaching zero.
  * Control messages (notifications among them) travel as UCP active messages
  * and are delivered after ucp_worker_progress() returns, so that handlers
  * may send. A notification goes out once an endpoint flush has completed
@@ -322,6 +323,7 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     const oc_task_t *t = &list->tasks[i];
     const oc_nic_match_t *m = list->match;
     oc_nic_slot_t *slot = &list->slots[i];
+    const struct oc_nic_ep *ep;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
     const char *what;
@@ -334,9 +336,10 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     /* Only this task fails: the list's transfers with live peers go on, so
      * that those peers are not left waiting for them. A message the peer
      * sent before it died may be here already, though: its receive goes on. */
-    if (t->peer != m->rank && m->eps[t->peer]->failed != UCS_OK &&
+    ep = task_ep(list, t);
+    if (ep != NULL && ep->failed != UCS_OK &&
         !(t->type == OC_TASK_RECV && arrived(nic, m, t->peer))) {
-        oc_nic_list_fail(list, peer_failed(t, m->eps[t->peer]->failed));
+        oc_nic_list_fail(list, peer_failed(t, ep->failed));
         return OC_OK;
     }
     request_param(&param, slot);
@@ -404,9 +407,10 @@ static unsigned send_flushed(nic_ucx_t *nic)
     for (i = 0; i < n; i++) {
         oc_nic_slot_t *slot = nic->flushed[i];
         const oc_task_t *t = oc_nic_slot_task(slot);
+        const struct oc_nic_ep *ep = task_ep(slot->list, t); /* never NULL: self is local */
         ucs_status_ptr_t sp;
-        if (slot->list->match->eps[t->peer]->failed != UCS_OK) {
-            task_finished(slot, peer_failed(t, slot->list->match->eps[t->peer]->failed));
+        if (ep->failed != UCS_OK) {
+            task_finished(slot, peer_failed(t, ep->failed));
             continue;
         }
         request_param(&param, slot);
@@ -942,7 +946,7 @@ static void ucx_destroy(oc_nic_t *base)
 }
 
 static const oc_nic_ops_t ucx_ops = {
-        .destroy = ucx_destroy,
+    .destroy = ucx_destroy,
     .address = ucx_address,
     .connect = ucx_connect,
     .post_list = ucx_post_list,

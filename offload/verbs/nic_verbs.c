@@ -463,7 +463,7 @@ static void vb_destroy(oc_nic_t *base)
 }
 
 static const oc_nic_ops_t verbs_ops = {
-        .destroy = vb_destroy,
+    .destroy = vb_destroy,
     .address = vb_address,
     .connect = vb_connect,
     .wireup_len = sizeof(vb_wireup_t),
