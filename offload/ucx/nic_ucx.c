@@ -309,6 +309,24 @@ static void request_param(ucp_request_param_t *param, oc_nic_slot_t *slot)
     param->user_data = slot;
 }
 
+/* Statuses with which UCX says the peer of an endpoint is gone. */
+static int peer_gone(ucs_status_t st)
+{
+    return st == UCS_ERR_ENDPOINT_TIMEOUT || st == UCS_ERR_CONNECTION_RESET ||
+           st == UCS_ERR_UNREACHABLE || st == UCS_ERR_NOT_CONNECTED;
+}
+
+/* ep's peer has failed: nothing more is posted to it, and its receives are
+ * ended after this progress (end_failed). Once per endpoint. */
+static void ep_failed(struct oc_nic_ep *ep, ucs_status_t st)
+{
+    if (ep->failed != UCS_OK)
+        return;
+    ep->failed = st != UCS_OK ? st : UCS_ERR_ENDPOINT_TIMEOUT;
+    ep->failed_next = ep->nic->failing;
+    ep->nic->failing = ep;
+}
+
 /* Whether peer's message of m's operation waits among the unexpected ones. */
 static int arrived(nic_ucx_t *nic, const oc_nic_match_t *m, int peer)
 {
@@ -323,7 +341,7 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     const oc_task_t *t = &list->tasks[i];
     const oc_nic_match_t *m = list->match;
     oc_nic_slot_t *slot = &list->slots[i];
-    const struct oc_nic_ep *ep;
+    struct oc_nic_ep *ep;
     ucp_request_param_t param;
     ucs_status_ptr_t sp;
     const char *what;
@@ -392,9 +410,16 @@ static oc_status_t post_transfer(nic_ucx_t *nic, oc_nic_list_t *list, size_t i)
     }
     slot->handle = NULL;
     list->outstanding--;
-    if (UCS_PTR_IS_ERR(sp))
-        return ucx_error(what, UCS_PTR_STATUS(sp));
-    return OC_OK;
+    if (!UCS_PTR_IS_ERR(sp))
+        return OC_OK;
+    /* UCX may refuse a post with the peer's failure before it has called
+     * the endpoint's error callback: the same failure, handled as above. */
+    if (ep != NULL && peer_gone(UCS_PTR_STATUS(sp))) {
+        ep_failed(ep, UCS_PTR_STATUS(sp));
+        oc_nic_list_fail(list, peer_failed(t, ep->failed));
+        return OC_OK;
+    }
+    return ucx_error(what, UCS_PTR_STATUS(sp));
 }
 
 /* After progress: notifications whose flush completed go out. */
@@ -527,13 +552,8 @@ static unsigned fail_receives(nic_ucx_t *nic, struct oc_nic_ep *ep)
  * posted to ep's peer. */
 static void ep_error_cb(void *arg, ucp_ep_h uep, ucs_status_t st)
 {
-    struct oc_nic_ep *ep = arg;
     (void)uep;
-    if (ep->failed != UCS_OK)
-        return;
-    ep->failed = st != UCS_OK ? st : UCS_ERR_ENDPOINT_TIMEOUT;
-    ep->failed_next = ep->nic->failing;
-    ep->nic->failing = ep;
+    ep_failed(arg, st);
 }
 
 static unsigned end_failed(nic_ucx_t *nic)
