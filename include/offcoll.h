@@ -146,7 +146,8 @@ OC_API const char *oc_alg_name(oc_alg_t alg);
  *  endpoint cache. cfg NULL means oc_config_init(); cfg is copied. Several
  *  threads may create contexts at once, one each. With progress_cpus "auto"
  *  the calling thread leaves the CPU the progress thread takes, until
- *  oc_finalize (see oc_context_progress_info). */
+ *  oc_finalize (see oc_context_progress_info); a thread left with one CPU
+ *  puts the next context's progress thread beside an earlier one's. */
 OC_API oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **ctx);
 
 /** Stops the progress engine and releases the context. Every team and request

@@ -18,6 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* The live contexts whose progress thread auto placed on a CPU. */
+static pthread_mutex_t callers_lock = PTHREAD_MUTEX_INITIALIZER;
+static oc_pe_caller_t *callers;
 
 int oc_pe_cpulist_parse(const char *s, int *cpus, int max)
 {
@@ -111,12 +116,42 @@ static void move_caller(const cpu_set_t *own, int cpu, oc_pe_caller_t *caller, c
     }
 }
 
-void oc_pe_unbind_caller(const oc_pe_caller_t *caller)
+/* A CPU that auto gave another live context's progress thread and took from
+ * this thread, which has one CPU left: sharing it keeps this context's
+ * thread off the computation's CPU (-1: none). Called locked. */
+static int taken_from(pid_t tid)
 {
+    const oc_pe_caller_t *c;
+    for (c = callers; c != NULL; c = c->next)
+        if (c->moved && c->tid == tid)
+            return c->cpu;
+    return -1;
+}
+
+void oc_pe_unbind_caller(oc_pe_caller_t *caller)
+{
+    oc_pe_caller_t **p, *heir = NULL;
     cpu_set_t now;
-    if (caller->moved && sched_getaffinity(0, sizeof(now), &now) == 0 &&
-        CPU_EQUAL(&now, &caller->set))
-        sched_setaffinity(0, sizeof(caller->saved), &caller->saved);
+
+    if (!caller->listed)
+        return;
+    pthread_mutex_lock(&callers_lock);
+    for (p = &callers; *p != caller; p = &(*p)->next)
+        ;
+    *p = caller->next;
+    for (p = &callers; *p != NULL && heir == NULL; p = &(*p)->next)
+        if ((*p)->cpu == caller->cpu && (*p)->tid == caller->tid && !(*p)->moved)
+            heir = *p;
+    if (caller->moved && heir != NULL) {
+        heir->moved = 1;
+        heir->saved = caller->saved;
+        heir->set = caller->set;
+    } else if (caller->moved && sched_getaffinity(caller->tid, sizeof(now), &now) == 0 &&
+               CPU_EQUAL(&now, &caller->set)) {
+        sched_setaffinity(caller->tid, sizeof(caller->saved), &caller->saved);
+    }
+    pthread_mutex_unlock(&callers_lock);
+    caller->listed = 0;
 }
 
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
@@ -124,8 +159,11 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
 {
     cpu_set_t own, want;
     char own_str[96];
-    int cpus[CPU_SETSIZE], n, cpu, rc, is_auto = spec != NULL && strcmp(spec, "auto") == 0;
+    int cpus[CPU_SETSIZE], n, cpu, rc, shared = 0,
+        is_auto = spec != NULL && strcmp(spec, "auto") == 0;
 
+    memset(caller, 0, sizeof(*caller));
+    caller->tid = gettid();
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
         CPU_ZERO(&own);
     set_str(&own, own_str, sizeof(own_str));
@@ -138,14 +176,21 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
         return OC_OK;
     }
     if (is_auto) {
-        if (CPU_COUNT(&own) < 2) {
+        /* Locked until the caller is listed: two contexts created at once
+         * must not both find the other's CPU free. */
+        pthread_mutex_lock(&callers_lock);
+        if (CPU_COUNT(&own) >= 2) {
+            for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
+                ;
+        } else if ((cpu = taken_from(caller->tid)) >= 0) {
+            shared = 1;
+        } else {
+            pthread_mutex_unlock(&callers_lock);
             snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
                      "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
                      "two CPUs for overlap)", own_str);
             return OC_OK;
         }
-        for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
-            ;
     } else {
         n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
         assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
@@ -154,13 +199,28 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
     CPU_ZERO(&want);
     CPU_SET(cpu, &want);
     rc = pthread_setaffinity_np(thread, sizeof(want), &want);
-    if (rc != 0)
+    if (rc != 0) {
+        if (is_auto)
+            pthread_mutex_unlock(&callers_lock);
         return oc_error(OC_ERR_INVALID_ARG,
                         "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
                         "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+    }
     snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
              own_str);
-    if (is_auto)
+    if (!is_auto)
+        return OC_OK;
+    if (shared) {
+        size_t len = strlen(info);
+        snprintf(info + len, size - len, ", shared with another context's progress thread: "
+                 "the calling thread has no other CPU to give");
+    } else {
         move_caller(&own, cpu, caller, info, size);
+    }
+    caller->listed = 1;
+    caller->cpu = cpu;
+    caller->next = callers;
+    callers = caller;
+    pthread_mutex_unlock(&callers_lock);
     return OC_OK;
 }

@@ -4,25 +4,35 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/types.h>
 
 #include "offcoll.h"
 
-/* The calling thread's CPUs before OC_PROGRESS_CPUS=auto took one of them
- * for the progress thread (moved: 0 where it did not), and after. */
-typedef struct {
-    int moved;
+/* What OC_PROGRESS_CPUS=auto did to the thread that created a context: the
+ * CPU it gave the progress thread, whether it moved the thread (tid) off it,
+ * and that thread's CPUs before and after. Those of live contexts are listed
+ * process-wide, so that a context sharing a CPU another one took can inherit
+ * the duty to give it back. All zero: auto did nothing. */
+typedef struct oc_pe_caller {
+    int listed, cpu, moved;
+    pid_t tid;
     cpu_set_t saved, set;
+    struct oc_pe_caller *next;
 } oc_pe_caller_t;
 
 /* Binds thread as spec asks ("", "auto" or a CPU list that
  * oc_config_check_cpus accepted: the launcher's local rank picks its entry)
  * and describes the outcome in info. With auto the calling thread leaves the
- * CPU it gives the thread (caller says how). */
+ * CPU it gives the thread (caller says how); where it has one CPU left, the
+ * thread joins the progress thread of a live context that took a CPU from
+ * the calling thread, if any. caller must stay in place until
+ * oc_pe_unbind_caller. */
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
                        oc_pe_caller_t *caller);
 
-/* Gives the calling thread back the CPUs oc_pe_bind took from it, unless it
- * has been bound elsewhere since. */
-void oc_pe_unbind_caller(const oc_pe_caller_t *caller);
+/* Gives the thread that called oc_pe_bind back the CPUs it took from it,
+ * unless it has been bound elsewhere since, or another live context's
+ * progress thread still runs there (that context then gives them back). */
+void oc_pe_unbind_caller(oc_pe_caller_t *caller);
 
 #endif

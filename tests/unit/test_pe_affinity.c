@@ -21,8 +21,9 @@
 static cpu_set_t own; /* the process's CPUs when the test starts */
 static int lo, hi;    /* its first and last */
 
-/* The CPU set of this process's progress thread. */
-static void pe_thread_set(cpu_set_t *set)
+/* How many of this process's progress threads run on exactly want (NULL:
+ * all of them, whatever their CPUs). */
+static int pe_threads_on(const cpu_set_t *want)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
@@ -30,6 +31,7 @@ static void pe_thread_set(cpu_set_t *set)
     assert_non_null(d);
     while ((e = readdir(d)) != NULL) {
         char path[300], comm[32] = "";
+        cpu_set_t set;
         FILE *f;
         if (e->d_name[0] == '.')
             continue;
@@ -37,13 +39,33 @@ static void pe_thread_set(cpu_set_t *set)
         if ((f = fopen(path, "r")) == NULL)
             continue;
         if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0) {
-            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(*set), set), 0);
-            found++;
+            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
+            found += want == NULL || CPU_EQUAL(&set, want);
         }
         fclose(f);
     }
     closedir(d);
-    assert_int_equal(found, 1);
+    return found;
+}
+
+/* The CPU set of this process's only progress thread. */
+static void pe_thread_set(cpu_set_t *set)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    assert_int_equal(pe_threads_on(NULL), 1);
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char path[300], comm[32] = "";
+        FILE *f;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        if (e->d_name[0] == '.' || (f = fopen(path, "r")) == NULL)
+            continue;
+        if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0)
+            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(*set), set), 0);
+        fclose(f);
+    }
+    closedir(d);
 }
 
 static oc_context_t *open_thread_ctx(const char *spec)
@@ -147,9 +169,10 @@ static void automatic(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
-/* Contexts opened one inside the other each take a CPU while one is left;
- * each oc_finalize gives back what its oc_init took, unless the application
- * has bound the thread elsewhere meanwhile. */
+/* Contexts opened one inside the other each take a CPU while one is left
+ * (then share the last one taken: shared_cpu); each oc_finalize gives back
+ * what its oc_init took, unless the application has bound the thread
+ * elsewhere meanwhile. */
 static void caller_nested(void **state)
 {
     oc_context_t *a, *b;
@@ -170,7 +193,7 @@ static void caller_nested(void **state)
             second--;
         CPU_CLR(second, &inner);
     } else {
-        assert_non_null(strstr(oc_context_progress_info(b), "found none to spare"));
+        assert_non_null(strstr(oc_context_progress_info(b), "shared with another context"));
     }
     assert_caller_on(&inner, "second context");
     assert_int_equal(oc_finalize(b), OC_OK);
@@ -184,6 +207,45 @@ static void caller_nested(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
     assert_int_equal(oc_finalize(a), OC_OK);
     assert_caller_on(&one, "bound by the application meanwhile");
+    assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
+}
+
+/* A thread with two CPUs that creates a second context while the first
+ * lives: the second progress thread joins the first on the CPU the thread
+ * gave up, not the computation on the one it kept. The CPU comes back when
+ * the last context on it ends, in whatever order they end. */
+static void shared_cpu(void **state)
+{
+    oc_context_t *a, *b, *c;
+    cpu_set_t pair, low, high;
+    (void)state;
+    if (!two_cpus())
+        return;
+    CPU_ZERO(&pair);
+    CPU_SET(lo, &pair);
+    CPU_SET(hi, &pair);
+    CPU_ZERO(&low);
+    CPU_SET(lo, &low);
+    CPU_ZERO(&high);
+    CPU_SET(hi, &high);
+    assert_int_equal(sched_setaffinity(0, sizeof(pair), &pair), 0);
+
+    a = open_thread_ctx("auto");
+    b = open_thread_ctx("auto");
+    if (strstr(oc_context_progress_info(b), "shared with another context") == NULL)
+        fail_msg("second context: \"%s\"", oc_context_progress_info(b));
+    assert_int_equal(pe_threads_on(&high), 2);
+    assert_caller_on(&low, "two contexts");
+    assert_int_equal(oc_finalize(a), OC_OK); /* the first ends first */
+    assert_caller_on(&low, "the first finalized, the second on its CPU");
+    c = open_thread_ctx("auto"); /* b now holds the CPU: c joins it */
+    assert_non_null(strstr(oc_context_progress_info(c), "shared with another context"));
+    assert_int_equal(pe_threads_on(&high), 2);
+    assert_int_equal(oc_finalize(c), OC_OK);
+    assert_caller_on(&low, "the third finalized");
+    assert_int_equal(oc_finalize(b), OC_OK);
+    assert_caller_on(&pair, "all finalized");
+    assert_int_equal(pe_threads_on(NULL), 0);
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
@@ -239,7 +301,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
-        cmocka_unit_test(caller_nested), cmocka_unit_test(listed),  cmocka_unit_test(refused),
+        cmocka_unit_test(caller_nested), cmocka_unit_test(shared_cpu), cmocka_unit_test(listed),
+        cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
