@@ -131,17 +131,6 @@ static inline const char *bench_backend(int n, oc_context_t *(*ctx_of)(int i))
     return "not used";
 }
 
-/* For the header: where the first progress thread among n implementations
- * runs (a thread without a CPU of its own cannot overlap). */
-static inline const char *bench_progress(int n, oc_context_t *(*ctx_of)(int i))
-{
-    int i;
-    for (i = 0; i < n; i++)
-        if (ctx_of(i) != NULL && strncmp(oc_context_progress_info(ctx_of(i)), "thread", 6) == 0)
-            return oc_context_progress_info(ctx_of(i));
-    return "no progress thread";
-}
-
 /* ---- options ------------------------------------------------------------------- */
 
 /* Option errors: every rank parses the same command line, rank 0 says why. */

@@ -484,12 +484,19 @@ static void row_fields(const bench_t *b, const impl_t *im, size_t block, const r
     set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
 }
 
-static void print_header(const bench_t *b, const char *backend, const char *progress)
+/* Each context's engine: one whose thread shares the computing CPU cannot
+ * overlap, and says so. */
+static void print_header(const bench_t *b, const char *backend)
 {
     field_t f[C_COUNT];
+    int i;
     printf("# " PROG ": Alltoall overlap, OSU non-blocking-collective procedure, %d ranks\n",
            b->nranks);
-    printf("# offcoll backend: %s\n# progress engine (rank 0): %s\n", backend, progress);
+    printf("# offcoll backend: %s\n", backend);
+    for (i = 0; i < IMPL_COUNT; i++)
+        if (impls[i].ctx != NULL)
+            printf("# progress engine of %s (rank 0): %s\n", impls[i].name,
+                   oc_context_progress_info(impls[i].ctx));
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
            "iterations %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
            MIN_TIMED_ITERS, b->o.common.iters);
@@ -583,7 +590,7 @@ int main(int argc, char **argv)
             impl_open(&impls[i]);
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
-        print_header(&b, bench_backend(IMPL_COUNT, ctx_of), bench_progress(IMPL_COUNT, ctx_of));
+        print_header(&b, bench_backend(IMPL_COUNT, ctx_of));
         bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
                            bench_backend(IMPL_COUNT, ctx_of),
                            b.o.common.check ? "check=on" : "check=off");
