@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The live contexts whose progress thread auto placed on a CPU. */
@@ -116,21 +117,51 @@ static void move_caller(const cpu_set_t *own, int cpu, oc_pe_caller_t *caller, c
     }
 }
 
-/* A CPU that auto gave another live context's progress thread and took from
- * this thread, which has one CPU left: sharing it keeps this context's
- * thread off the computation's CPU (-1: none). Called locked. */
-static int taken_from(pid_t tid)
+/* Whether tid is still a thread of this process: a restore must not rebind
+ * a stranger that was given the number of a thread that has exited. */
+static int alive(pid_t tid)
+{
+    return syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+}
+
+/* A CPU that auto gave a live context's progress thread and took from this
+ * thread, which now runs on own: sharing it keeps a further progress thread
+ * off the computing CPU (-1: none). Called locked. */
+static int taken_from(pid_t tid, const cpu_set_t *own)
 {
     const oc_pe_caller_t *c;
     for (c = callers; c != NULL; c = c->next)
-        if (c->moved && c->tid == tid)
+        if (c->moved && c->tid == tid && !CPU_ISSET(c->cpu, own))
             return c->cpu;
     return -1;
 }
 
+/* Passes caller's duty to give its thread back the CPU it took to a live
+ * context that stands in its way: one whose progress thread shares that CPU
+ * (it restores in caller's place), or one that moved the thread further
+ * since (its restore then includes the CPU). Returns whether one took it.
+ * Called locked. */
+static int hand_over(const oc_pe_caller_t *caller)
+{
+    oc_pe_caller_t *c;
+    for (c = callers; c != NULL; c = c->next)
+        if (c->tid == caller->tid && c->cpu == caller->cpu && !c->moved) {
+            c->moved = 1;
+            c->saved = caller->saved;
+            c->set = caller->set;
+            return 1;
+        }
+    for (c = callers; c != NULL; c = c->next)
+        if (c->tid == caller->tid && c->moved && CPU_EQUAL(&c->saved, &caller->set)) {
+            c->saved = caller->saved;
+            return 1;
+        }
+    return 0;
+}
+
 void oc_pe_unbind_caller(oc_pe_caller_t *caller)
 {
-    oc_pe_caller_t **p, *heir = NULL;
+    oc_pe_caller_t **p;
     cpu_set_t now;
 
     if (!caller->listed)
@@ -139,77 +170,56 @@ void oc_pe_unbind_caller(oc_pe_caller_t *caller)
     for (p = &callers; *p != caller; p = &(*p)->next)
         ;
     *p = caller->next;
-    for (p = &callers; *p != NULL && heir == NULL; p = &(*p)->next)
-        if ((*p)->cpu == caller->cpu && (*p)->tid == caller->tid && !(*p)->moved)
-            heir = *p;
-    if (caller->moved && heir != NULL) {
-        heir->moved = 1;
-        heir->saved = caller->saved;
-        heir->set = caller->set;
-    } else if (caller->moved && sched_getaffinity(caller->tid, sizeof(now), &now) == 0 &&
-               CPU_EQUAL(&now, &caller->set)) {
+    if (caller->moved && !hand_over(caller) && alive(caller->tid) &&
+        sched_getaffinity(caller->tid, sizeof(now), &now) == 0 &&
+        CPU_EQUAL(&now, &caller->set))
         sched_setaffinity(caller->tid, sizeof(caller->saved), &caller->saved);
-    }
     pthread_mutex_unlock(&callers_lock);
     caller->listed = 0;
 }
 
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller)
+/* auto: the last of the calling thread's CPUs while it keeps another, and
+ * with one left the CPU it gave a live context's progress thread. Locked
+ * from reading the thread's CPUs to listing caller, so that a context of
+ * this thread finalized meanwhile on another thread cannot give CPUs back
+ * between the read and the move. */
+static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_caller_t *caller)
 {
     cpu_set_t own, want;
     char own_str[96];
-    int cpus[CPU_SETSIZE], n, cpu, rc, shared = 0,
-        is_auto = spec != NULL && strcmp(spec, "auto") == 0;
+    int cpu, rc = 0, shared = 0;
 
-    memset(caller, 0, sizeof(*caller));
-    caller->tid = gettid();
+    pthread_mutex_lock(&callers_lock);
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
         CPU_ZERO(&own);
     set_str(&own, own_str, sizeof(own_str));
-    if (spec == NULL || spec[0] == '\0') {
-        if (CPU_COUNT(&own) == 1)
-            snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
-                     "application (give each rank two CPUs for overlap)", own_str);
-        else
-            snprintf(info, size, "thread, on the process's CPUs %s", own_str);
-        return OC_OK;
-    }
-    if (is_auto) {
-        /* Locked until the caller is listed: two contexts created at once
-         * must not both find the other's CPU free. */
-        pthread_mutex_lock(&callers_lock);
-        if (CPU_COUNT(&own) >= 2) {
-            for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
-                ;
-        } else if ((cpu = taken_from(caller->tid)) >= 0) {
-            shared = 1;
-        } else {
-            pthread_mutex_unlock(&callers_lock);
-            snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
-                     "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
-                     "two CPUs for overlap)", own_str);
-            return OC_OK;
-        }
+    if (CPU_COUNT(&own) >= 2) {
+        for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
+            ;
     } else {
-        n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
-        assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
-        cpu = cpus[local_rank() % (unsigned long)n];
+        cpu = taken_from(caller->tid, &own);
+        shared = 1;
     }
-    CPU_ZERO(&want);
-    CPU_SET(cpu, &want);
-    rc = pthread_setaffinity_np(thread, sizeof(want), &want);
-    if (rc != 0) {
-        if (is_auto)
-            pthread_mutex_unlock(&callers_lock);
-        return oc_error(OC_ERR_INVALID_ARG,
-                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
-                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+    if (cpu >= 0) {
+        CPU_ZERO(&want);
+        CPU_SET(cpu, &want);
+        rc = pthread_setaffinity_np(thread, sizeof(want), &want);
     }
-    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
-             own_str);
-    if (!is_auto)
+    if (cpu < 0 || (shared && rc != 0)) {
+        pthread_mutex_unlock(&callers_lock);
+        snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
+                 "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
+                 "two CPUs for overlap)", own_str);
         return OC_OK;
+    }
+    if (rc != 0) {
+        pthread_mutex_unlock(&callers_lock);
+        return oc_error(OC_ERR_INVALID_ARG, "OC_PROGRESS_CPUS=auto: cannot bind the progress "
+                        "thread to CPU %d: %s (the process may use CPUs %s)", cpu,
+                        strerror(rc), own_str);
+    }
+    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=auto; process CPUs %s)", cpu,
+             own_str);
     if (shared) {
         size_t len = strlen(info);
         snprintf(info + len, size - len, ", shared with another context's progress thread: "
@@ -222,5 +232,42 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
     caller->next = callers;
     callers = caller;
     pthread_mutex_unlock(&callers_lock);
+    return OC_OK;
+}
+
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
+                       oc_pe_caller_t *caller)
+{
+    cpu_set_t own, want;
+    char own_str[96];
+    int cpus[CPU_SETSIZE], n, cpu, rc;
+
+    memset(caller, 0, sizeof(*caller));
+    caller->tid = gettid();
+    if (spec != NULL && strcmp(spec, "auto") == 0)
+        return bind_auto(thread, info, size, caller);
+    if (sched_getaffinity(0, sizeof(own), &own) != 0)
+        CPU_ZERO(&own);
+    set_str(&own, own_str, sizeof(own_str));
+    if (spec == NULL || spec[0] == '\0') {
+        if (CPU_COUNT(&own) == 1)
+            snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
+                     "application (give each rank two CPUs for overlap)", own_str);
+        else
+            snprintf(info, size, "thread, on the process's CPUs %s", own_str);
+        return OC_OK;
+    }
+    n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
+    assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
+    cpu = cpus[local_rank() % (unsigned long)n];
+    CPU_ZERO(&want);
+    CPU_SET(cpu, &want);
+    rc = pthread_setaffinity_np(thread, sizeof(want), &want);
+    if (rc != 0)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
+                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
+             own_str);
     return OC_OK;
 }

@@ -30,9 +30,11 @@ typedef struct oc_pe_caller {
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
                        oc_pe_caller_t *caller);
 
-/* Gives the thread that called oc_pe_bind back the CPUs it took from it,
- * unless it has been bound elsewhere since, or another live context's
- * progress thread still runs there (that context then gives them back). */
+/* Gives the thread that called oc_pe_bind back the CPU it took from it,
+ * unless the thread has been bound elsewhere since or has exited. Where a
+ * live context of that thread stands in the way (its progress thread shares
+ * the CPU, or it moved the thread further since), that context gives the
+ * CPU back when it ends. */
 void oc_pe_unbind_caller(oc_pe_caller_t *caller);
 
 #endif
