@@ -22,8 +22,9 @@ static cpu_set_t own; /* the process's CPUs when the test starts */
 static int lo, hi;    /* its first and last */
 
 /* How many of this process's progress threads run on exactly want (NULL:
- * all of them, whatever their CPUs). */
-static int pe_threads_on(const cpu_set_t *want)
+ * all of them, whatever their CPUs); the CPUs of the last one found go to
+ * last, where given. */
+static int pe_threads_on(const cpu_set_t *want, cpu_set_t *last)
 {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
@@ -41,6 +42,8 @@ static int pe_threads_on(const cpu_set_t *want)
         if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0) {
             assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
             found += want == NULL || CPU_EQUAL(&set, want);
+            if (last != NULL)
+                *last = set;
         }
         fclose(f);
     }
@@ -51,21 +54,7 @@ static int pe_threads_on(const cpu_set_t *want)
 /* The CPU set of this process's only progress thread. */
 static void pe_thread_set(cpu_set_t *set)
 {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    assert_int_equal(pe_threads_on(NULL), 1);
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        char path[300], comm[32] = "";
-        FILE *f;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        if (e->d_name[0] == '.' || (f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0)
-            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(*set), set), 0);
-        fclose(f);
-    }
-    closedir(d);
+    assert_int_equal(pe_threads_on(NULL, set), 1);
 }
 
 static oc_context_t *open_thread_ctx(const char *spec)
@@ -234,18 +223,18 @@ static void shared_cpu(void **state)
     b = open_thread_ctx("auto");
     if (strstr(oc_context_progress_info(b), "shared with another context") == NULL)
         fail_msg("second context: \"%s\"", oc_context_progress_info(b));
-    assert_int_equal(pe_threads_on(&high), 2);
+    assert_int_equal(pe_threads_on(&high, NULL), 2);
     assert_caller_on(&low, "two contexts");
     assert_int_equal(oc_finalize(a), OC_OK); /* the first ends first */
     assert_caller_on(&low, "the first finalized, the second on its CPU");
     c = open_thread_ctx("auto"); /* b now holds the CPU: c joins it */
     assert_non_null(strstr(oc_context_progress_info(c), "shared with another context"));
-    assert_int_equal(pe_threads_on(&high), 2);
+    assert_int_equal(pe_threads_on(&high, NULL), 2);
     assert_int_equal(oc_finalize(c), OC_OK);
     assert_caller_on(&low, "the third finalized");
     assert_int_equal(oc_finalize(b), OC_OK);
     assert_caller_on(&pair, "all finalized");
-    assert_int_equal(pe_threads_on(NULL), 0);
+    assert_int_equal(pe_threads_on(NULL, NULL), 0);
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
