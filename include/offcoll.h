@@ -121,7 +121,8 @@ typedef struct {
     oc_alg_t alltoallv_alg;       /**< OC_ALLTOALLV_ALG (burst, pairwise, ringk) */
     size_t bruck_max;             /**< OC_BRUCK_MAX: auto uses Bruck up to this block size */
     size_t ringk_min;             /**< OC_RINGK_MIN: auto uses ring-k from this block size */
-    unsigned spin_us;             /**< OC_SPIN_US: progress-thread spin before sleeping */
+    unsigned spin_us;             /**< OC_SPIN_US: how long the progress thread and a waiting
+                                       application thread poll before they sleep (us) */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
     oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */

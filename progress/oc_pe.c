@@ -276,9 +276,27 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
     }
 }
 
+int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+{
+    double until;
+    if (pe->spin_us == 0)
+        return done(arg);
+    until = oc_time_now() + 1e-6 * pe->spin_us;
+    if (deadline > 0 && deadline < until)
+        until = deadline;
+    while (!done(arg)) {
+        if (oc_time_now() >= until)
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
                             _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
 {
+    if (pe->mode == OC_PROGRESS_THREAD && oc_pe_wait_spin(pe, done, arg, deadline))
+        return OC_OK;
     for (;;) {
         /* Read before the check: a change after it makes the futex return at
          * once; a change before it, the check sees. */

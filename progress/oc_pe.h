@@ -128,10 +128,20 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n);
 /* Any thread: consumes n arrivals if that many are unconsumed; 1 if it did. */
 int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 
+/* Application thread, thread mode, before it sleeps: polls done(arg) for
+ * the engine's spin time (OC_SPIN_US) or until the deadline (oc_time_now()
+ * scale; 0 = none), yielding the core between looks; returns whether it
+ * holds. Sleeping costs a wake-up of the waiter's core
+ * when the work is done, which on an idle core is slower than the work
+ * itself for small operations; the yield lets a progress thread sharing the
+ * core run. */
+int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
+
 /* Application thread: returns OC_OK once done(arg) holds, OC_ERR_TIMEOUT at
  * the deadline (oc_time_now() scale; 0 = none). Inline, it progresses the
- * engine; in thread mode it sleeps on *word, announced in *sleepers. Whoever
- * may make done() true changes *word first, then wakes it if *sleepers > 0. */
+ * engine; in thread mode it polls (oc_pe_wait_spin), then sleeps on *word,
+ * announced in *sleepers. Whoever may make done() true changes *word first,
+ * then wakes it if *sleepers > 0. */
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
                             _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline);
 

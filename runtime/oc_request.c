@@ -613,6 +613,11 @@ oc_status_t oc_test(oc_request_t *req)
     return st != OC_OK ? st : req_leave(req, req_test(req));
 }
 
+static int req_done(void *arg)
+{
+    return oc_request_state((oc_request_t *)arg) != OC_REQ_ACTIVE;
+}
+
 /* Wait for the operation's completion or its deadline; returns whether it is
  * still active. */
 static int wait_until(oc_request_t *req, double deadline)
@@ -628,7 +633,9 @@ static int wait_until(oc_request_t *req, double deadline)
                 break;
         }
     } else {
-        uint32_t s = atomic_load(&req->state);
+        uint32_t s;
+        oc_pe_wait_spin(pe, req_done, req, deadline);
+        s = atomic_load(&req->state);
         while (oc_request_state_of(s) == OC_REQ_ACTIVE) {
             double left = deadline > 0 ? deadline - oc_time_now() : -1;
             if (deadline > 0 && left <= 0)

@@ -4,7 +4,8 @@
  * application thread may use 2% of a core. An idle context costs nothing
  * either. (CPU time, not wall time: this is not a timing test.)
  * The same for a target waiting in oc_notify_wait: rank 1 waits one second
- * for a notified put that rank 0 sends late.
+ * for a notified put that rank 0 sends late. Both again with OC_SPIN_US =
+ * 2 ms, for which both threads poll before they sleep: they must stop.
  */
 #include <string.h>
 #include <sys/resource.h>
@@ -28,11 +29,10 @@ static double pe_cpu(oc_context_t *ctx)
     return st.progress_cpu_s;
 }
 
-int main(int argc, char **argv)
+/* The three phases on a context whose waits poll spin_us before they
+ * sleep (progress thread and waiting thread alike): the polling must end. */
+static void phases(int rank, int nprocs, unsigned spin_us, char *s, char *r, size_t block)
 {
-    int rank, nprocs;
-    const size_t block = 256 * 1024; /* rendezvous: the sender waits for the receiver too */
-    char *s, *r;
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
@@ -41,14 +41,9 @@ int main(int argc, char **argv)
     unsigned char *wbase = NULL;
     double w0, c0, p0, wall, app, pe;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    s = calloc((size_t)nprocs, block);
-    r = calloc((size_t)nprocs, block);
     CHECK_OC(oc_config_init(&cfg));
     cfg.progress = OC_PROGRESS_THREAD;
-    cfg.spin_us = 0;
+    cfg.spin_us = spin_us;
     CHECK_OC(oc_init(&cfg, &ctx));
     CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
 
@@ -58,7 +53,8 @@ int main(int argc, char **argv)
     sleep(1);
     pe = pe_cpu(ctx) - p0;
     wall = MPI_Wtime() - w0;
-    CHECK(pe < 0.02 * wall, "idle progress thread used %.1f%% of a core", 100 * pe / wall);
+    CHECK(pe < 0.02 * wall, "spin %u us: idle progress thread used %.1f%% of a core", spin_us,
+          100 * pe / wall);
 
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1)
@@ -72,11 +68,13 @@ int main(int argc, char **argv)
     app = thread_cpu() - c0;
     pe = pe_cpu(ctx) - p0;
     if (rank == 0) {
-        printf("waited %.3f s for the late rank: progress thread %.3f%%, waiting thread %.3f%% "
-               "of a core\n", wall, 100 * pe / wall, 100 * app / wall);
+        printf("spin %u us: waited %.3f s for the late rank: progress thread %.3f%%, waiting "
+               "thread %.3f%% of a core\n", spin_us, wall, 100 * pe / wall, 100 * app / wall);
         CHECK(wall > 0.9, "rank 0 did wait for rank 1 (%.3f s)", wall);
-        CHECK(pe < 0.02 * wall, "progress thread used %.2f%% of a core", 100 * pe / wall);
-        CHECK(app < 0.02 * wall, "waiting thread used %.2f%% of a core", 100 * app / wall);
+        CHECK(pe < 0.02 * wall, "spin %u us: progress thread used %.2f%% of a core", spin_us,
+              100 * pe / wall);
+        CHECK(app < 0.02 * wall, "spin %u us: waiting thread used %.2f%% of a core", spin_us,
+              100 * app / wall);
     }
     CHECK_OC(oc_request_free(req));
 
@@ -96,16 +94,34 @@ int main(int argc, char **argv)
         wall = MPI_Wtime() - w0;
         app = thread_cpu() - c0;
         pe = pe_cpu(ctx) - p0;
-        printf("rank 1 waited %.3f s for a notified put: progress thread %.3f%%, waiting thread "
-               "%.3f%% of a core\n", wall, 100 * pe / wall, 100 * app / wall);
+        printf("spin %u us: rank 1 waited %.3f s for a notified put: progress thread %.3f%%, "
+               "waiting thread %.3f%% of a core\n", spin_us, wall, 100 * pe / wall,
+               100 * app / wall);
         CHECK(wall > 0.9, "rank 1 did wait for rank 0's put (%.3f s)", wall);
-        CHECK(pe < 0.02 * wall, "progress thread used %.2f%% of a core", 100 * pe / wall);
-        CHECK(app < 0.02 * wall, "waiting thread used %.2f%% of a core", 100 * app / wall);
+        CHECK(pe < 0.02 * wall, "spin %u us: progress thread used %.2f%% of a core", spin_us,
+              100 * pe / wall);
+        CHECK(app < 0.02 * wall, "spin %u us: waiting thread used %.2f%% of a core", spin_us,
+              100 * app / wall);
         CHECK(wbase != NULL && memcmp(wbase, s, 4096) == 0, "the notified data is not there");
     }
     CHECK_OC(oc_win_free(win));
     CHECK_OC(oc_team_free(team));
     CHECK_OC(oc_finalize(ctx));
+}
+
+int main(int argc, char **argv)
+{
+    int rank, nprocs;
+    const size_t block = 256 * 1024; /* rendezvous: the sender waits for the receiver too */
+    char *s, *r;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    s = calloc((size_t)nprocs, block);
+    r = calloc((size_t)nprocs, block);
+    phases(rank, nprocs, 0, s, r, block);
+    phases(rank, nprocs, 2000, s, r, block); /* 2 ms a poll: each wake-up polls again */
     free(s);
     free(r);
     return check_finish("test_sleep");
