@@ -120,6 +120,23 @@ static inline void bench_oc_close(oc_team_t **team, oc_context_t **ctx)
     *ctx = NULL;
 }
 
+/* For the CSV's first line, after "check=...": where each implementation's
+ * progress engine ran (name_of(i): implementation i's name), so that a row
+ * measured with its thread on the computing CPU can be told from the data. */
+static inline void bench_engines(char *buf, size_t size, const char *check, int n,
+                                 oc_context_t *(*ctx_of)(int i), const char *(*name_of)(int i))
+{
+    size_t len = (size_t)snprintf(buf, size, "check=%s engines=\"", check);
+    int i;
+    for (i = 0; i < n && len < size; i++)
+        if (ctx_of(i) != NULL)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s: %s",
+                                    buf[len - 1] == '"' ? "" : "; ", name_of(i),
+                                    oc_context_progress_info(ctx_of(i)));
+    if (len < size)
+        snprintf(buf + len, size - len, "\"");
+}
+
 /* For the header and the CSV: the backend of the first of n implementations
  * with a context (ctx_of(i): implementation i's, NULL without one). */
 static inline const char *bench_backend(int n, oc_context_t *(*ctx_of)(int i))

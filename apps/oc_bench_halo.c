@@ -708,6 +708,11 @@ static oc_context_t *ctx_of(int i)
     return impls[i].ctx;
 }
 
+static const char *name_of(int i)
+{
+    return impls[i].name;
+}
+
 /* ---- timed phases ------------------------------------------------------------ */
 
 /* One exchange: start every field, (compute), wait for every field. */
@@ -991,7 +996,7 @@ int main(int argc, char **argv)
 {
     bench_t b = {0};
     bench_out_t out = {0};
-    char extra[128], title[256];
+    char extra[2048], title[256];
     size_t copy_bytes;
     int i, rc;
 
@@ -1016,7 +1021,8 @@ int main(int argc, char **argv)
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
         print_header(&b);
-        snprintf(extra, sizeof(extra), "check=%s", b.o.common.check ? "on" : "off");
+        bench_engines(extra, sizeof(extra), b.o.common.check ? "on" : "off", IMPL_COUNT, ctx_of,
+                      name_of);
         bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
                            bench_backend(IMPL_COUNT, ctx_of), extra);
     }

@@ -145,6 +145,11 @@ static oc_context_t *ctx_of(int i)
     return impls[i].ctx;
 }
 
+static const char *name_of(int i)
+{
+    return impls[i].name;
+}
+
 /* ---- options ---------------------------------------------------------------- */
 
 typedef struct {
@@ -569,7 +574,7 @@ int main(int argc, char **argv)
 {
     bench_t b = {0};
     bench_out_t out = {0};
-    char title[128];
+    char title[128], extra[2048];
     size_t block, bytes;
     int i, k = 0, nsizes, rc;
 
@@ -591,9 +596,10 @@ int main(int argc, char **argv)
     b.fp_s_per_iter = fp_calibrate();
     if (b.rank == 0) {
         print_header(&b, bench_backend(IMPL_COUNT, ctx_of));
+        bench_engines(extra, sizeof(extra), b.o.common.check ? "on" : "off", IMPL_COUNT, ctx_of,
+                      name_of);
         bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
-                           bench_backend(IMPL_COUNT, ctx_of),
-                           b.o.common.check ? "check=on" : "check=off");
+                           bench_backend(IMPL_COUNT, ctx_of), extra);
     }
 
     nsizes = count_sizes(&b.o);
