@@ -131,10 +131,9 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 /* Application thread, thread mode, before it sleeps: polls done(arg) for
  * the engine's spin time (OC_SPIN_US) or until the deadline (oc_time_now()
  * scale; 0 = none), yielding the core between looks; returns whether it
- * holds. Sleeping costs a wake-up of the waiter's core
- * when the work is done, which on an idle core is slower than the work
- * itself for small operations; the yield lets a progress thread sharing the
- * core run. */
+ * holds. Sleeping costs a wake-up of the waiter's core when the work is
+ * done, which on an idle core is slower than the work itself for small
+ * operations; the yield lets a progress thread sharing the core run. */
 int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
 
 /* Application thread: returns OC_OK once done(arg) holds, OC_ERR_TIMEOUT at

@@ -29,6 +29,19 @@ static double pe_cpu(oc_context_t *ctx)
     return st.progress_cpu_s;
 }
 
+/* A wait of wall seconds that cost the waiting thread app and the progress
+ * thread pe seconds of CPU: it did wait, and neither thread spun through it. */
+static void check_slept(const char *what, unsigned spin_us, double wall, double app, double pe)
+{
+    printf("spin %u us: %s: waited %.3f s: progress thread %.3f%%, waiting thread %.3f%% of a "
+           "core\n", spin_us, what, wall, 100 * pe / wall, 100 * app / wall);
+    CHECK(wall > 0.9, "%s: did wait (%.3f s)", what, wall);
+    CHECK(pe < 0.02 * wall, "spin %u us: %s: progress thread used %.2f%% of a core", spin_us,
+          what, 100 * pe / wall);
+    CHECK(app < 0.02 * wall, "spin %u us: %s: waiting thread used %.2f%% of a core", spin_us,
+          what, 100 * app / wall);
+}
+
 /* The three phases on a context whose waits poll spin_us before they
  * sleep (progress thread and waiting thread alike): the polling must end. */
 static void phases(int rank, int nprocs, unsigned spin_us, char *s, char *r, size_t block)
@@ -67,15 +80,8 @@ static void phases(int rank, int nprocs, unsigned spin_us, char *s, char *r, siz
     wall = MPI_Wtime() - w0;
     app = thread_cpu() - c0;
     pe = pe_cpu(ctx) - p0;
-    if (rank == 0) {
-        printf("spin %u us: waited %.3f s for the late rank: progress thread %.3f%%, waiting "
-               "thread %.3f%% of a core\n", spin_us, wall, 100 * pe / wall, 100 * app / wall);
-        CHECK(wall > 0.9, "rank 0 did wait for rank 1 (%.3f s)", wall);
-        CHECK(pe < 0.02 * wall, "spin %u us: progress thread used %.2f%% of a core", spin_us,
-              100 * pe / wall);
-        CHECK(app < 0.02 * wall, "spin %u us: waiting thread used %.2f%% of a core", spin_us,
-              100 * app / wall);
-    }
+    if (rank == 0)
+        check_slept("rank 0, oc_wait for the late rank 1", spin_us, wall, app, pe);
     CHECK_OC(oc_request_free(req));
 
     /* a target waiting for a notification: rank 0 puts one second late */
@@ -94,14 +100,7 @@ static void phases(int rank, int nprocs, unsigned spin_us, char *s, char *r, siz
         wall = MPI_Wtime() - w0;
         app = thread_cpu() - c0;
         pe = pe_cpu(ctx) - p0;
-        printf("spin %u us: rank 1 waited %.3f s for a notified put: progress thread %.3f%%, "
-               "waiting thread %.3f%% of a core\n", spin_us, wall, 100 * pe / wall,
-               100 * app / wall);
-        CHECK(wall > 0.9, "rank 1 did wait for rank 0's put (%.3f s)", wall);
-        CHECK(pe < 0.02 * wall, "spin %u us: progress thread used %.2f%% of a core", spin_us,
-              100 * pe / wall);
-        CHECK(app < 0.02 * wall, "spin %u us: waiting thread used %.2f%% of a core", spin_us,
-              100 * app / wall);
+        check_slept("rank 1, oc_notify_wait for rank 0's late put", spin_us, wall, app, pe);
         CHECK(wbase != NULL && memcmp(wbase, s, 4096) == 0, "the notified data is not there");
     }
     CHECK_OC(oc_win_free(win));
