@@ -24,9 +24,14 @@ typedef struct oc_nic_list oc_nic_list_t;
 typedef struct oc_nic_mem oc_nic_mem_t;   /* memory peers may put into */
 typedef struct oc_nic_rkey oc_nic_rkey_t; /* a peer's key to its memory */
 
+/* The low bits of oc_nic_match_t.seq that every backend tells apart. */
+#define OC_NIC_SEQ_BITS 28
+
 /* What makes the messages of one list meet their peers' messages and no one
- * else's: the operation's number in the team and the team's id at each
- * member (ids are chosen locally, so each member has its own). */
+ * else's: the operation's match number in the team (the runtime keeps those
+ * of operations in flight at once apart in the low OC_NIC_SEQ_BITS bits) and
+ * the team's id at each member (ids are chosen locally, so each member has
+ * its own). */
 typedef struct {
     uint32_t seq;
     uint32_t team_id;              /* this process's id for the team */

@@ -356,7 +356,7 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
         for (f = 0; f < nfields && st == OC_OK; f++)
             st = build_field(h, &fields[f], f, &made);
         if (st != OC_OK) /* the peers made a request (an operation number) for each */
-            oc_team_skip_ops(team, 2 * (unsigned)nfields - made);
+            oc_team_skip_ops(team, 2 * (unsigned)nfields - made, 1);
         st = oc_team_vote(team, st, "oc_halo_create: failed while building the exchanges");
     }
     if (st != OC_OK) {

@@ -130,7 +130,7 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
     if (out == NULL) {
         /* The peers' all-to-all fails without this member (after OC_TIMEOUT_S)
          * and they vote no more: its number is all this member must take. */
-        oc_team_skip_ops(team, 1);
+        oc_team_skip_ops(team, 1, 0);
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
     }
     oc_error_save(&detail);

@@ -156,7 +156,7 @@ static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched)
     x->sched = s;
     x->complete = req_complete;
     x->owner = req;
-    x->match.seq = req->seq;
+    x->match.seq = req->match;
     x->match.team_id = team->id;
     x->match.peer_team_ids = team->peer_ids;
     x->match.rank = team->rank;
@@ -203,21 +203,35 @@ static void req_destroy(oc_request_t *req)
     free(req);
 }
 
-/* The next operation number of team: each member takes the same one for the
- * same collective call. */
-static uint32_t take_seq(oc_team_t *team)
+/* The numbers of team's next operation: each member takes the same ones for
+ * the same collective call. A persistent request matches on its number for
+ * its whole life, while the team goes on: its match number comes from a
+ * count of persistent requests, which the top matched bit keeps apart from
+ * one-shot operations' numbers. So the one-shot numbers can wrap (2^27
+ * operations) without meeting a persistent request made long before. */
+typedef struct {
+    uint32_t seq, match;
+} req_nums_t;
+
+static req_nums_t take_nums(oc_team_t *team, int persistent)
 {
-    return atomic_fetch_add(&team->next_seq, 1);
+    const uint32_t top = 1u << (OC_NIC_SEQ_BITS - 1);
+    req_nums_t n;
+    n.seq = atomic_fetch_add(&team->next_seq, 1);
+    n.match = persistent ? top | (atomic_fetch_add(&team->next_pseq, 1) & (top - 1))
+                         : n.seq & (top - 1);
+    return n;
 }
 
-/* Gives req, whose schedule is built, its engine state and operation number
- * seq (from take_seq). */
-static oc_status_t req_register(const char *fn, oc_request_t *req, uint32_t seq,
+/* Gives req, whose schedule is built, its engine state and numbers (from
+ * take_nums). */
+static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nums,
                                 oc_request_t **out)
 {
     oc_team_t *team = req->team;
     unsigned i;
-    req->seq = seq;
+    req->seq = nums.seq;
+    req->match = nums.match;
     for (i = 0; i < req->nsched; i++)
         if ((req->xs[i] = exec_alloc(req, i)) == NULL) {
             oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
@@ -305,7 +319,7 @@ static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_ar
 static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_args_t *args,
                               size_t mean_block, size_t inplace, oc_alg_t alg, oc_request_t **out)
 {
-    uint32_t seq = take_seq(team); /* taken whatever fails here, as by the peers */
+    req_nums_t nums = take_nums(team, 0); /* taken whatever fails here, as by the peers */
     oc_request_t *req = NULL;
     oc_status_t st;
     args->unagreed = 1;
@@ -314,7 +328,7 @@ static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_ar
         req->alg = alg;
     if (st == OC_OK && (st = req_build(fn, req, args, inplace, 0)) != OC_OK)
         req_destroy(req);
-    return st == OC_OK ? req_register(fn, req, seq, out) : st;
+    return st == OC_OK ? req_register(fn, req, nums, out) : st;
 }
 
 /* Collective, whatever this member's verdict on its arguments (st): the
@@ -331,7 +345,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     oc_alg_t alg = OC_ALG_AUTO;
     oc_request_t *req = NULL;
     oc_persist_put_t put;
-    uint32_t seq;
+    req_nums_t nums;
     unsigned i;
 
     if (st == OC_OK && (st = req_alloc(fn, team, 1, v, args, mean_block, inplace, &req)) == OC_OK)
@@ -342,7 +356,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
             req_destroy(req);
         return st;
     }
-    seq = take_seq(team);
+    nums = take_nums(team, 1);
     req->alg = alg;
     if (alg == OC_ALG_PUT)
         st = oc_persist_put_attach(fn, req, args, &put);
@@ -354,7 +368,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
     if (st != OC_OK)
         req_destroy(req);
     else
-        st = req_register(fn, req, seq, out);
+        st = req_register(fn, req, nums, out);
     st = oc_team_vote(team, st, fn);
     if (st != OC_OK && *out != NULL) { /* never started: nothing can be on its way here */
         req_unregister(*out);
@@ -366,7 +380,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **out)
 {
-    uint32_t seq = take_seq(team); /* taken whatever fails here, as by the peers */
+    req_nums_t nums = take_nums(team, 1); /* taken whatever fails here, as by the peers */
     oc_request_t *req = calloc(1, sizeof(*req));
     if (req == NULL) {
         oc_sched_fini(sched);
@@ -378,7 +392,7 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
     req->nsched = 1;
     req->sched[0] = *sched;
     memset(sched, 0, sizeof(*sched));
-    return req_register(opname, req, seq, out);
+    return req_register(opname, req, nums, out);
 }
 
 static void launch(oc_request_t *req)

@@ -36,6 +36,7 @@ struct oc_team {
     uint32_t *peer_ids;             /* each member's id for this team */
     oc_nic_ep_t **eps;              /* by rank; NULL for self */
     _Atomic uint32_t next_seq;      /* operation numbers handed out */
+    _Atomic uint32_t next_pseq;     /* persistent requests made (their match numbers) */
     _Atomic uint32_t started_upto;  /* operations started: seq < started_upto */
     _Atomic int nrequests, nwins;
     struct oc_request *_Atomic diag_req; /* request whose timeout is being diagnosed */
@@ -53,7 +54,8 @@ typedef struct oc_request {
     int persistent;
     oc_alg_t alg;
     const char *opname;
-    uint32_t seq;
+    uint32_t seq;                   /* operation number, the same at every member */
+    uint32_t match;                 /* what its messages match on (oc_nic_match_t.seq) */
     /* One schedule, or two that alternate by start (the put algorithm's
      * landing zones); xs[i] runs sched[i], x is the current start's. */
     oc_sched_t sched[2];
@@ -162,9 +164,10 @@ oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what);
 
 /* A member whose collective set-up failed before it made all its requests
- * takes the n operation numbers it skipped, so that the team's next
- * collectives (the vote on that failure first) pair with the peers'. */
-void oc_team_skip_ops(oc_team_t *team, unsigned n);
+ * takes the n operation numbers it skipped (of persistent requests when
+ * persistent), so that the team's next collectives (the vote on that failure
+ * first) pair with the peers'. */
+void oc_team_skip_ops(oc_team_t *team, unsigned n, int persistent);
 
 /* Request running a schedule built by the caller (taken over, also on
  * failure); persistent, started with oc_start. Takes the team's next

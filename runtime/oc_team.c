@@ -250,7 +250,7 @@ oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what)
     int32_t *oks = malloc((size_t)team->size * sizeof(*oks));
     oc_status_t vst;
     if (oks == NULL) {
-        oc_team_skip_ops(team, 1); /* the peers' gather, so that the next ones pair */
+        oc_team_skip_ops(team, 1, 0); /* the peers' gather, so that the next ones pair */
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", team->size);
     }
     vst = vote(team->size, team_gather, team, st, what, oks);
@@ -470,9 +470,11 @@ oc_status_t oc_team_print_paths(const oc_team_t *team, FILE *out)
     return OC_OK;
 }
 
-void oc_team_skip_ops(oc_team_t *team, unsigned n)
+void oc_team_skip_ops(oc_team_t *team, unsigned n, int persistent)
 {
     atomic_fetch_add(&team->next_seq, n);
+    if (persistent)
+        atomic_fetch_add(&team->next_pseq, n);
 }
 
 /* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and
@@ -489,7 +491,7 @@ oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void
      * until oc_finalize rather than the caller's freed under it. */
     own = malloc(2 * total + 1);
     if (own == NULL) {
-        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
+        oc_team_skip_ops(team, 1, 0); /* the peers' all-to-all */
         return oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size,
                         len);
     }
@@ -517,7 +519,7 @@ oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, voi
     int r;
 
     if (rep == NULL) {
-        oc_team_skip_ops(team, 1); /* the peers' all-to-all */
+        oc_team_skip_ops(team, 1, 0); /* the peers' all-to-all */
         return oc_error(OC_ERR_NO_MEMORY, "allgather of %zu bytes", len);
     }
     for (r = 0; r < team->size; r++)

@@ -335,7 +335,7 @@ oc_status_t oc_win_close(oc_win_t *win, int failed)
     if (all != NULL) {
         st = oc_team_allgather(win->team, &mine, 1, all);
     } else {
-        oc_team_skip_ops(win->team, 1); /* the peers' barrier */
+        oc_team_skip_ops(win->team, 1, 0); /* the peers' barrier */
         st = oc_error(OC_ERR_NO_MEMORY, "barrier of %d members", win->team->size);
     }
     for (r = 0; st == OC_OK && r < win->team->size; r++)

@@ -43,6 +43,7 @@
 #define TAG_SEQ_SHIFT  20
 #define TAG_SEQ_MASK   ((1u << (TAG_TEAM_SHIFT - TAG_SEQ_SHIFT)) - 1u)
 _Static_assert(OC_NIC_MAX_RANKS <= (1u << TAG_SEQ_SHIFT), "a rank fits below the seq field");
+_Static_assert(TAG_TEAM_SHIFT - TAG_SEQ_SHIFT >= OC_NIC_SEQ_BITS, "the seq field's width");
 _Static_assert(OC_NIC_MAX_TEAM_ID < (1u << (64 - TAG_TEAM_SHIFT)), "a team id fits the tag");
 
 struct oc_nic_ep {

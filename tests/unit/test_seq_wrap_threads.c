@@ -1,0 +1,124 @@
+/*
+ * A persistent request keeps its operation's match number for its life
+ * while the team's one-shot operations go on numbering: after 2^28 of them
+ * (a few minutes of small all-to-alls) a one-shot operation took the number
+ * a persistent request still matched on, and the two, in flight at once,
+ * took each other's messages. The team skips the numbers here (as a member
+ * does whose set-up failed) instead of running them. Rank 0 sends the
+ * persistent request's blocks first, rank 1 posts the one-shot receive
+ * first, so a shared match number gives rank 1's one-shot operation the
+ * persistent request's data. Threads stand in for ranks (ut_ranks.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "oc_runtime.h"
+#include "ut_data.h"
+#include "ut_ranks.h"
+
+enum { N = 2, BLOCK = 64 /* eager on every backend */, ROUNDS = 3 };
+
+enum { SALT_PERSISTENT = 1, SALT_ONESHOT = 2 };
+
+static void fill(unsigned char *s, int rank, unsigned salt)
+{
+    size_t i;
+    int k;
+    for (k = 0; k < N; k++)
+        for (i = 0; i < BLOCK; i++)
+            s[(size_t)k * BLOCK + i] = ut_pattern(rank, k, i, salt);
+}
+
+/* Whether r holds every peer's blocks of salt; notes the first that does not. */
+static int check(ut_rank_t *me, const unsigned char *r, unsigned salt, const char *what)
+{
+    int rank = me->member.rank, k;
+    size_t i;
+    for (k = 0; k < N; k++)
+        for (i = 0; i < BLOCK; i++) {
+            unsigned char got = r[(size_t)k * BLOCK + i];
+            if (got != ut_pattern(k, rank, i, salt))
+                return CHECK(0, "%s: the block from rank %d holds %s", what, k,
+                             got == ut_pattern(k, rank, i, salt ^ 3) ? "the other operation's data"
+                                                                     : "wrong data");
+        }
+    return 1;
+}
+
+static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    int rank = me->member.rank;
+    unsigned char ps[N * BLOCK] = {0}, pr[N * BLOCK], os[N * BLOCK], orr[N * BLOCK];
+    oc_request_t *p = NULL, *o = NULL;
+    unsigned round;
+    (void)ctx;
+
+    if (!CHECK_OC(oc_alltoall_init(team, ps, pr, BLOCK, &p)))
+        return;
+    /* The one-shot operations' numbers go round until the next one's is the
+     * persistent request's again, in the matched bits. */
+    oc_team_skip_ops(team, (p->seq + (1u << OC_NIC_SEQ_BITS)) - atomic_load(&team->next_seq), 0);
+    for (round = 0; round < ROUNDS; round++) {
+        fill(ps, rank, SALT_PERSISTENT);
+        fill(os, rank, SALT_ONESHOT);
+        memset(pr, 0, sizeof(pr));
+        memset(orr, 0, sizeof(orr));
+        o = NULL;
+        if (rank == 0) {
+            if (!CHECK_OC(oc_start(p)) || !CHECK_OC(oc_ialltoall(team, os, orr, BLOCK, &o)))
+                break;
+        } else {
+            if (!CHECK_OC(oc_ialltoall(team, os, orr, BLOCK, &o)) || !CHECK_OC(oc_start(p)))
+                break;
+        }
+        if (!CHECK_OC(oc_wait(o)) || !CHECK_OC(oc_wait(p)) ||
+            !check(me, orr, SALT_ONESHOT, "one-shot all-to-all") ||
+            !check(me, pr, SALT_PERSISTENT, "persistent all-to-all"))
+            break;
+        CHECK_OC(oc_request_free(o));
+        o = NULL;
+    }
+    if (o != NULL) {
+        oc_wait(o);
+        oc_request_free(o);
+    }
+    if (p != NULL) {
+        oc_wait(p);
+        CHECK_OC(oc_request_free(p));
+    }
+}
+
+static void *rank_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    const oc_progress_mode_t *mode = me->c;
+    oc_config_t cfg;
+
+    if (!CHECK_OC(oc_config_init(&cfg)))
+        return NULL;
+    cfg.progress = *mode;
+    cfg.timeout_s = 20;
+    ut_with_team(me, &cfg, run);
+    return NULL;
+}
+
+static void test_wrap(void **state)
+{
+    ut_run_ranks(N, rank_main, *state, "a persistent request after the numbers wrapped");
+}
+
+static const oc_progress_mode_t thread_mode = OC_PROGRESS_THREAD, inline_mode = OC_PROGRESS_INLINE;
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        {"thread mode", test_wrap, NULL, NULL, (void *)&thread_mode},
+        {"inline mode", test_wrap, NULL, NULL, (void *)&inline_mode},
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
