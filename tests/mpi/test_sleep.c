@@ -1,7 +1,7 @@
 /*
  * A waiting engine sleeps: rank 0's request waits one second for a late
- * rank 1; over that second neither rank 0's progress thread nor its waiting
- * application thread may use 2% of a core. An idle context costs nothing
+ * rank 1; over that second rank 0's progress thread and its waiting
+ * application thread together may not use 2% of a core. An idle context costs nothing
  * either. (CPU time, not wall time: this is not a timing test.)
  * The same for a target waiting in oc_notify_wait: rank 1 waits one second
  * for a notified put that rank 0 sends late. Both again with OC_SPIN_US =
@@ -30,16 +30,16 @@ static double pe_cpu(oc_context_t *ctx)
 }
 
 /* A wait of wall seconds that cost the waiting thread app and the progress
- * thread pe seconds of CPU: it did wait, and neither thread spun through it. */
+ * thread pe seconds of CPU: it did wait, and the two together spent under 2%
+ * of a core on it. */
 static void check_slept(const char *what, unsigned spin_us, double wall, double app, double pe)
 {
     printf("spin %u us: %s: waited %.3f s: progress thread %.3f%%, waiting thread %.3f%% of a "
            "core\n", spin_us, what, wall, 100 * pe / wall, 100 * app / wall);
     CHECK(wall > 0.9, "%s: did wait (%.3f s)", what, wall);
-    CHECK(pe < 0.02 * wall, "spin %u us: %s: progress thread used %.2f%% of a core", spin_us,
-          what, 100 * pe / wall);
-    CHECK(app < 0.02 * wall, "spin %u us: %s: waiting thread used %.2f%% of a core", spin_us,
-          what, 100 * app / wall);
+    CHECK(pe + app < 0.02 * wall,
+          "spin %u us: %s: the progress and waiting threads used %.2f%% of a core", spin_us, what,
+          100 * (pe + app) / wall);
 }
 
 /* The three phases on a context whose waits poll spin_us before they
