@@ -2,7 +2,8 @@
  * Windows, notified puts and halo plans end to end, with threads standing in
  * for ranks (see ut_ranks.h). Meant to run under ThreadSanitizer: the
  * notification path (progress thread -> counter -> sleeping application
- * thread) and the put completion path are what it watches. Also a window
+ * thread) and the put completion path are what it watches; halo plans of
+ * three fields in flight at once, on 1 x 1 x n and 2 x 2 x 1. Also a window
  * freed while its put is in flight (cancelled by the free, abandoned until
  * finalize) and the target's free while that put still arrives.
  */
@@ -16,7 +17,7 @@
 
 #include "ut_ranks.h"
 
-enum { ROUNDS = 40, CHUNKS = 4, CHUNK = 512, HALO_ROUNDS = 30, HN = 4 };
+enum { ROUNDS = 40, CHUNKS = 4, CHUNK = 512, HALO_ROUNDS = 30, HALO_FIELDS = 3, HN = 4 };
 
 typedef struct {
     oc_progress_mode_t mode;
@@ -58,45 +59,68 @@ static void puts_round(ut_rank_t *me, oc_win_t *win, unsigned char *base, unsign
     ut_barrier(me); /* nobody overwrites what a peer still checks */
 }
 
-static double cell_value(long gi, long gj, long gk, int round)
+static double cell_value(int field, long gi, long gj, long gk, int round)
 {
-    return (double)(gi * 10000 + gj * 100 + gk) + 1e6 * round;
+    return (double)(gi * 10000 + gj * 100 + gk) + 1e6 * round + 1e9 * field;
 }
 
-/* Dims 1 x 1 x n, periodic, with corners: every ghost cell has an owner. */
+/* Dims 1 x 1 x n, or 2 x 2 x 1 on 4 ranks (where edge and corner ghosts come
+ * from other ranks than the faces'), periodic, with corners: every ghost cell
+ * has an owner. HALO_FIELDS fields in flight at once, waited for in an order
+ * that differs by rank. */
 static void halo_rounds(ut_rank_t *me, oc_team_t *team)
 {
     const win_case_t *c = me->c;
-    const long w = 1, e = HN + 2 * w, N2 = (long)HN * c->n, z0 = (long)HN * me->member.rank;
-    double *a = calloc((size_t)(e * e * e), sizeof(double));
-    oc_halo_params_t p = {{1, 1, c->n}, {1, 1, 1}, (unsigned)w, 1};
-    oc_halo_field_t f = {a, {HN, HN, HN}, sizeof(double), 0};
+    const int sq = c->n == 4, dims[3] = {sq ? 2 : 1, sq ? 2 : 1, sq ? 1 : c->n};
+    const int r = me->member.rank;
+    const long co[3] = {r / (dims[1] * dims[2]), (r / dims[2]) % dims[1], r % dims[2]};
+    const long w = 1, e = HN + 2 * w;
+    oc_halo_params_t p = {{dims[0], dims[1], dims[2]}, {1, 1, 1}, (unsigned)w, 1};
+    oc_halo_field_t f[HALO_FIELDS];
+    double *a[HALO_FIELDS] = {NULL};
     oc_halo_t *halo = NULL;
-    long i, j, k, wrong = 0;
-    int round;
+    long i, j, k, g[3], wrong = 0;
+    int round, q, fi, ok = 1;
 
-    if (!CHECK(a != NULL, "out of memory") || !CHECK_OC(oc_halo_create(team, &p, &f, 1, &halo))) {
-        free(a);
-        return;
+    memset(f, 0, sizeof(f));
+    for (fi = 0; fi < HALO_FIELDS; fi++) {
+        ok &= (a[fi] = calloc((size_t)(e * e * e), sizeof(double))) != NULL;
+        f[fi] = (oc_halo_field_t){a[fi], {HN, HN, HN}, sizeof(double), 0};
     }
+    if (!CHECK(ok, "out of memory") || !CHECK_OC(oc_halo_create(team, &p, f, HALO_FIELDS, &halo)))
+        goto out;
     for (round = 0; round < HALO_ROUNDS && wrong == 0; round++) {
-        for (i = 0; i < HN; i++)
-            for (j = 0; j < HN; j++)
-                for (k = 0; k < HN; k++)
-                    a[((i + w) * e + j + w) * e + k + w] = cell_value(i, j, z0 + k, round);
-        if (!CHECK_OC(oc_halo_start(halo, 0)) || !CHECK_OC(oc_halo_wait(halo, 0)))
-            break;
-        for (i = 0; i < e; i++)
-            for (j = 0; j < e; j++)
-                for (k = 0; k < e; k++) {
-                    long gi = (i - w + HN) % HN, gj = (j - w + HN) % HN;
-                    long gk = (z0 + k - w + N2) % N2;
-                    wrong += a[(i * e + j) * e + k] != cell_value(gi, gj, gk, round);
-                }
+        for (fi = 0; fi < HALO_FIELDS; fi++)
+            for (i = 0; i < HN; i++)
+                for (j = 0; j < HN; j++)
+                    for (k = 0; k < HN; k++)
+                        a[fi][((i + w) * e + j + w) * e + k + w] =
+                            cell_value(fi, co[0] * HN + i, co[1] * HN + j, co[2] * HN + k, round);
+        for (fi = 0; fi < HALO_FIELDS; fi++)
+            if (!CHECK_OC(oc_halo_start(halo, fi)))
+                goto done;
+        for (q = 0; q < HALO_FIELDS; q++)
+            if (!CHECK_OC(oc_halo_wait(halo, (q + r) % HALO_FIELDS)))
+                goto done;
+        for (fi = 0; fi < HALO_FIELDS; fi++)
+            for (i = 0; i < e; i++)
+                for (j = 0; j < e; j++)
+                    for (k = 0; k < e; k++) {
+                        const long idx[3] = {i, j, k};
+                        int d;
+                        for (d = 0; d < 3; d++) {
+                            long n = (long)dims[d] * HN;
+                            g[d] = (co[d] * HN + idx[d] - w + n) % n;
+                        }
+                        wrong += a[fi][(i * e + j) * e + k] != cell_value(fi, g[0], g[1], g[2], round);
+                    }
     }
+done:
     CHECK(wrong == 0, "halo round %d: %ld wrong cells", round - 1, wrong);
     CHECK_OC(oc_halo_free(halo));
-    free(a);
+out:
+    for (fi = 0; fi < HALO_FIELDS; fi++)
+        free(a[fi]);
 }
 
 static void *rank_main(void *arg)
@@ -203,7 +227,7 @@ static void test_late_put(void **state)
 
 static win_case_t cases[] = {
     {OC_PROGRESS_THREAD, 1}, {OC_PROGRESS_THREAD, 2}, {OC_PROGRESS_THREAD, 3},
-    {OC_PROGRESS_INLINE, 2},
+    {OC_PROGRESS_INLINE, 2}, {OC_PROGRESS_THREAD, 4},
 };
 
 int main(void)
@@ -213,6 +237,7 @@ int main(void)
         {"thread progress, 2 ranks", test_windows, NULL, NULL, &cases[1]},
         {"thread progress, 3 ranks", test_windows, NULL, NULL, &cases[2]},
         {"inline progress, 2 ranks", test_windows, NULL, NULL, &cases[3]},
+        {"thread progress, 4 ranks (halo 2x2x1)", test_windows, NULL, NULL, &cases[4]},
         cmocka_unit_test(test_late_put),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
