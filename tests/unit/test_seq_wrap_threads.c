@@ -23,53 +23,39 @@
 
 enum { N = 2, BLOCK = 64 /* eager on every backend */, ROUNDS = 3 };
 
-enum { SALT_PERSISTENT = 1, SALT_ONESHOT = 2 };
-
-static void fill(unsigned char *s, int rank, unsigned salt)
+/* Each round's data: the persistent request's, the one-shot operation's. */
+static unsigned salt(unsigned round, int oneshot)
 {
-    size_t i;
-    int k;
-    for (k = 0; k < N; k++)
-        for (i = 0; i < BLOCK; i++)
-            s[(size_t)k * BLOCK + i] = ut_pattern(rank, k, i, salt);
+    return 2 * round + (unsigned)oneshot;
 }
 
-/* Whether r holds every peer's blocks of salt; notes the first that does not. */
-static int check(ut_rank_t *me, const unsigned char *r, unsigned salt, const char *what)
+/* Whether r holds the blocks of salt; notes it if not. */
+static int check(ut_rank_t *me, const ut_layout_t *l, const unsigned char *r, unsigned salt,
+                 const char *what)
 {
-    int rank = me->member.rank, k;
-    size_t i;
-    for (k = 0; k < N; k++)
-        for (i = 0; i < BLOCK; i++) {
-            unsigned char got = r[(size_t)k * BLOCK + i];
-            if (got != ut_pattern(k, rank, i, salt))
-                return CHECK(0, "%s: the block from rank %d holds %s", what, k,
-                             got == ut_pattern(k, rank, i, salt ^ 3) ? "the other operation's data"
-                                                                     : "wrong data");
-        }
-    return 1;
+    long bad = ut_check(l, r, salt);
+    return CHECK(bad < 0, "%s: receive byte %ld is wrong", what, bad);
 }
 
 static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
 {
-    int rank = me->member.rank;
     unsigned char ps[N * BLOCK] = {0}, pr[N * BLOCK], os[N * BLOCK], orr[N * BLOCK];
     oc_request_t *p = NULL, *o = NULL;
+    ut_layout_t l;
     unsigned round;
     (void)ctx;
 
-    if (!CHECK_OC(oc_alltoall_init(team, ps, pr, BLOCK, &p)))
-        return;
+    if (!CHECK(ut_layout_init(&l, UT_EQUAL, me->member.rank, N, BLOCK) == 0, "out of memory") ||
+        !CHECK_OC(oc_alltoall_init(team, ps, pr, BLOCK, &p)))
+        goto out;
     /* The one-shot operations' numbers go round until the next one's is the
      * persistent request's again, in the matched bits. */
     oc_team_skip_ops(team, (p->seq + (1u << OC_NIC_SEQ_BITS)) - atomic_load(&team->next_seq), 0);
     for (round = 0; round < ROUNDS; round++) {
-        fill(ps, rank, SALT_PERSISTENT);
-        fill(os, rank, SALT_ONESHOT);
-        memset(pr, 0, sizeof(pr));
-        memset(orr, 0, sizeof(orr));
+        ut_fill(&l, ps, pr, salt(round, 0));
+        ut_fill(&l, os, orr, salt(round, 1));
         o = NULL;
-        if (rank == 0) {
+        if (me->member.rank == 0) {
             if (!CHECK_OC(oc_start(p)) || !CHECK_OC(oc_ialltoall(team, os, orr, BLOCK, &o)))
                 break;
         } else {
@@ -77,8 +63,8 @@ static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
                 break;
         }
         if (!CHECK_OC(oc_wait(o)) || !CHECK_OC(oc_wait(p)) ||
-            !check(me, orr, SALT_ONESHOT, "one-shot all-to-all") ||
-            !check(me, pr, SALT_PERSISTENT, "persistent all-to-all"))
+            !check(me, &l, orr, salt(round, 1), "one-shot all-to-all") ||
+            !check(me, &l, pr, salt(round, 0), "persistent all-to-all"))
             break;
         CHECK_OC(oc_request_free(o));
         o = NULL;
@@ -87,10 +73,12 @@ static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
         oc_wait(o);
         oc_request_free(o);
     }
+out:
     if (p != NULL) {
         oc_wait(p);
         CHECK_OC(oc_request_free(p));
     }
+    ut_layout_fini(&l);
 }
 
 static void *rank_main(void *arg)
