@@ -23,13 +23,29 @@ static void bad_arguments(oc_team_t *team)
     size_t *c = calloc(n, sizeof(size_t)), *d = calloc(n, sizeof(size_t));
     oc_request_t *req = NULL;
 
+    for (size_t i = 0; i < n; i++) {
+        c[i] = 16;
+        d[i] = i * 16;
+    }
     CHECK_ERR(oc_ialltoall(NULL, s, r, 8, &req), OC_ERR_INVALID_ARG, "team is NULL");
+    CHECK_ERR(oc_alltoall_init(NULL, s, r, 8, &req), OC_ERR_INVALID_ARG, "team is NULL");
+    CHECK_ERR(oc_ialltoallv(NULL, s, 64 * n, c, d, r, 64 * n, c, d, &req), OC_ERR_INVALID_ARG,
+              "team is NULL");
+    CHECK_ERR(oc_alltoallv_init(NULL, s, 64 * n, c, d, r, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "team is NULL");
     CHECK_ERR(oc_ialltoall(team, NULL, r, 8, &req), OC_ERR_INVALID_ARG, "sbuf is NULL");
     CHECK_ERR(oc_ialltoall(team, s, NULL, 8, &req), OC_ERR_INVALID_ARG, "rbuf is NULL");
     CHECK_ERR(oc_ialltoall(team, s, r, 8, NULL), OC_ERR_INVALID_ARG, "req is NULL");
-    if (nprocs > 1) /* one rank: block_bytes * 1 cannot overflow */
+    /* persistent set-ups refuse on every rank, after agreeing on it */
+    CHECK_ERR(oc_alltoall_init(team, NULL, r, 8, &req), OC_ERR_INVALID_ARG, "sbuf is NULL");
+    CHECK_ERR(oc_alltoallv_init(team, s, 64 * n, c, d, NULL, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "rbuf is NULL");
+    if (nprocs > 1) { /* one rank: block_bytes * 1 cannot overflow */
+        CHECK_ERR(oc_ialltoall(team, s, r, SIZE_MAX / 2 + 1, &req), OC_ERR_INVALID_ARG,
+                  "overflows");
         CHECK_ERR(oc_alltoall_init(team, s, r, SIZE_MAX / 2 + 1, &req), OC_ERR_INVALID_ARG,
                   "overflows");
+    }
     CHECK_ERR(oc_ialltoall(team, s, s + 4, 8, &req), OC_ERR_INVALID_ARG, "overlap");
     CHECK_ERR(oc_start(NULL), OC_ERR_INVALID_ARG, "req is NULL");
     CHECK_ERR(oc_wait(NULL), OC_ERR_INVALID_ARG, "req is NULL");
@@ -38,16 +54,14 @@ static void bad_arguments(oc_team_t *team)
     CHECK_ERR(oc_team_free(NULL), OC_ERR_INVALID_ARG, "team is NULL");
 
     /* alltoallv: each block checked against its buffer */
-    for (size_t i = 0; i < n; i++) {
-        c[i] = 16;
-        d[i] = i * 16;
-    }
     CHECK_ERR(oc_ialltoallv(team, s, 64 * n, NULL, d, r, 64 * n, c, d, &req),
               OC_ERR_INVALID_ARG, "scounts is NULL");
     CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, NULL, &req),
               OC_ERR_INVALID_ARG, "rdispls is NULL");
     CHECK_ERR(oc_ialltoallv(team, NULL, 64 * n, c, d, r, 64 * n, c, d, &req),
               OC_ERR_INVALID_ARG, "sbuf is NULL");
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, NULL, 64 * n, c, d, &req),
+              OC_ERR_INVALID_ARG, "rbuf is NULL");
     d[n - 1] = 64 * n - 8; /* the last block runs 8 bytes past the end */
     CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, d, &req),
               OC_ERR_INVALID_ARG, "sdispls[");
@@ -55,6 +69,16 @@ static void bad_arguments(oc_team_t *team)
     CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, d, &req),
               OC_ERR_INVALID_ARG, "outside sbuf_bytes");
     d[n - 1] = (n - 1) * 16;
+    {
+        size_t *rd = calloc(n, sizeof(size_t));
+        memcpy(rd, d, n * sizeof(size_t));
+        rd[n - 1] = 64 * n - 8; /* the sends fit, the last receive block does not */
+        CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, rd, &req),
+                  OC_ERR_INVALID_ARG, "rdispls[");
+        CHECK_ERR(oc_alltoallv_init(team, s, 64 * n, c, d, r, 64 * n, c, rd, &req),
+                  OC_ERR_INVALID_ARG, "rdispls[");
+        free(rd);
+    }
     if (n > 1) {
         size_t *rd = calloc(n, sizeof(size_t));
         memcpy(rd, d, n * sizeof(size_t));
@@ -72,7 +96,7 @@ static void active_request(oc_team_t *team)
 {
     size_t n = (size_t)nprocs;
     char *s = calloc(n, 8), *r = calloc(n, 8);
-    oc_request_t *req = NULL;
+    oc_request_t *req = NULL, *once = NULL;
 
     if (nprocs < 2) {
         if (rank == 0)
@@ -93,6 +117,16 @@ static void active_request(oc_team_t *team)
         CHECK_OC(oc_start(req));
     CHECK_OC(oc_wait(req));
     CHECK_OC(oc_request_free(req));
+    /* a one-shot operation in flight cannot be freed either */
+    if (rank == 0) {
+        CHECK_OC(oc_ialltoall(team, s, r, 8, &once));
+        CHECK_ERR(oc_request_free(once), OC_ERR_BUSY, "active");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0)
+        CHECK_OC(oc_ialltoall(team, s, r, 8, &once));
+    CHECK_OC(oc_wait(once));
+    CHECK_OC(oc_request_free(once));
     free(s);
     free(r);
 }
