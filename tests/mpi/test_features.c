@@ -1,8 +1,8 @@
 /*
  * Many operations in flight: 64 outstanding requests on one team, two teams
  * (world and a split) used at the same time, and persistent alltoall and
- * alltoallv requests restarted 1000 times with changing data, and in-place
- * ones, in both progress modes. Then contexts made and torn down in quick succession, each
+ * alltoallv requests restarted 1000 times with changing data, in both
+ * progress modes and with each algorithm; and in-place ones. Then contexts made and torn down in quick succession, each
  * with a team over half the ranks and one operation or none: a member that leaves
  * team creation first and finalizes must not pull the shared memory from
  * under a peer still connecting to it.
@@ -95,7 +95,7 @@ static void two_teams(oc_context_t *ctx, oc_team_t *world, const char *label)
 
 /* 1000 restarts of one persistent alltoall and one persistent alltoallv (the
  * latter with a block of rank-dependent size), data changing every time. */
-static void persistent_1000(oc_team_t *team, const char *label)
+static void persistent_1000(oc_team_t *team, oc_alg_t alg, const char *label)
 {
     const size_t block = 100;
     size_t total = block * (size_t)nprocs;
@@ -115,6 +115,11 @@ static void persistent_1000(oc_team_t *team, const char *label)
     CHECK_OC(oc_alltoall_init(team, s, r, block, &req));
     CHECK_OC(oc_alltoallv_init(team, vs, total, sc, sd, vr, total, rc, rd, &vreq));
     CHECK(oc_test(req) == OC_OK, "%s an inactive persistent request tests complete", label);
+    if (req && vreq && alg != OC_ALG_AUTO && (alg != OC_ALG_PUT || nprocs > 1))
+        CHECK(oc_request_alg(req) == alg &&
+                  oc_request_alg(vreq) == (alg == OC_ALG_BRUCK ? OC_ALG_BURST : alg),
+              "%s the persistent requests run %s and %s", label, oc_alg_name(oc_request_alg(req)),
+              oc_alg_name(oc_request_alg(vreq)));
     for (it = 0; it < 1000 && req && vreq; it++) {
         check_fill(s, rank, nprocs, block, it);
         check_fill(vs, rank, nprocs, block, it + 7);
@@ -243,28 +248,55 @@ static void in_place(oc_team_t *team, const char *label)
     free(rc); free(rd); free(vr);
 }
 
+/* A context in mode whose operations run alg (alltoallv: auto for Bruck,
+ * which it lacks), ring-k in pairs so that 3-5 ranks take several stages. */
+static oc_context_t *open_alg(oc_progress_mode_t mode, oc_alg_t alg, oc_team_t **team)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    *team = NULL;
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.progress = mode;
+    cfg.timeout_s = 60;
+    cfg.alltoall_alg = alg;
+    cfg.alltoallv_alg = alg == OC_ALG_BRUCK ? OC_ALG_AUTO : alg;
+    cfg.ringk = 2;
+    CHECK_OC(oc_init(&cfg, &ctx));
+    if (ctx != NULL)
+        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, team));
+    return ctx;
+}
+
 int main(int argc, char **argv)
 {
-    int m;
+    static const oc_alg_t algs[] = {OC_ALG_AUTO, OC_ALG_PAIRWISE, OC_ALG_RINGK, OC_ALG_BRUCK,
+                                    OC_ALG_PUT};
+    int m, a;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 
-    for (m = 0; m < 2; m++) {
-        oc_context_t *ctx = NULL;
-        oc_team_t *team = NULL;
-        const char *label = m ? "[inline]" : "[thread]";
+    for (m = 0; m < 2; m++)
+        for (a = 0; a < (int)(sizeof(algs) / sizeof(algs[0])); a++) {
+            oc_team_t *team = NULL;
+            oc_context_t *ctx =
+                open_alg(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, algs[a], &team);
+            char label[48];
 
-        ctx = check_open(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD, 60, &team);
-        if (ctx == NULL)
-            break;
-        outstanding_64(team, label);
-        two_teams(ctx, team, label);
-        persistent_1000(team, label);
-        in_place(team, label);
-        CHECK_OC(oc_team_free(team));
-        CHECK_OC(oc_finalize(ctx));
-    }
+            snprintf(label, sizeof(label), "[%s %s]", m ? "inline" : "thread",
+                     oc_alg_name(algs[a]));
+            if (ctx == NULL || team == NULL)
+                break;
+            if (algs[a] != OC_ALG_PUT) { /* one-shot calls run auto's choice then */
+                outstanding_64(team, label);
+                two_teams(ctx, team, label);
+            }
+            persistent_1000(team, algs[a], label);
+            if (algs[a] == OC_ALG_AUTO)
+                in_place(team, label);
+            CHECK_OC(oc_team_free(team));
+            CHECK_OC(oc_finalize(ctx));
+        }
     context_churn();
     return check_finish("test_features");
 }
