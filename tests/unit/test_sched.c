@@ -367,7 +367,8 @@ static int check_shape(const case_t *c, int r, const oc_sched_t *s, char *err, s
         snprintf(err, errlen, "rank %d: %zu tasks for nothing to move", r, s->ntasks);
         return -1;
     }
-    if (nonzero && c->shape == UT_EQUAL && c->n > 1 && w > 0 && c->list_max >= 2 * w + 1 &&
+    if (nonzero && (c->shape == UT_EQUAL || c->shape == UT_UNEVEN) && c->n > 1 && w > 0 &&
+        c->list_max >= 2 * w + 1 &&
         s->nlists != ((size_t)c->n - 1 + w - 1) / w) {
         snprintf(err, errlen, "rank %d: %zu lists, expected ceil((n-1)/%u) = %zu", r, s->nlists, w,
                  ((size_t)c->n - 1 + w - 1) / w);
