@@ -12,7 +12,8 @@
  * memsize and get_dims conf 3 against P3DFFT 2.7's; in-place transforms
  * (in == out, nv = 1 and 3) on arrays sized by memsize; the library's
  * communicators return MPI errors; disagreeing set-up arguments; the
- * timers and the chosen mode and slab count across Cp3dfft_clean.
+ * timers and the chosen mode and slab count across Cp3dfft_clean; the mode
+ * P3DFFT_TRANSPOSE chooses where no call has.
  * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose in
  * offload mode, so rank 0's times out and names it; both clean up and
  * finalize (under ASan: the failed transpose's buffers are kept until
@@ -443,6 +444,14 @@ static void check_errors(void)
                 rank == nproc - 1 ? "memsize" : "failed on another rank");
     setenv("P3DFFT_TRANSPOSE", "sometimes", 1);
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "P3DFFT_TRANSPOSE");
+    /* no call has chosen a mode yet: the variable does */
+    CHECK(strcmp(Cp3dfft_get_transpose(), "unset") == 0, "mode before any choice: %s",
+          Cp3dfft_get_transpose());
+    setenv("P3DFFT_TRANSPOSE", "offload", 1);
+    CHECK_P3(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem));
+    CHECK(strcmp(Cp3dfft_get_transpose(), "offload") == 0, "P3DFFT_TRANSPOSE=offload: mode %s",
+          Cp3dfft_get_transpose());
+    CHECK_P3(Cp3dfft_clean());
     unsetenv("P3DFFT_TRANSPOSE");
     if (rank == 0) /* a setting refused on one rank only */
         setenv("P3DFFT_SLABS", "abc", 1);
