@@ -94,6 +94,36 @@ static void set_str(const cpu_set_t *set, char *buf, size_t size)
     }
 }
 
+/* The calling thread's CPUs, and as a string for the messages. */
+static void own_cpus(cpu_set_t *own, char *str, size_t size)
+{
+    if (sched_getaffinity(0, sizeof(*own), own) != 0)
+        CPU_ZERO(own);
+    set_str(own, str, size);
+}
+
+/* Binds thread to cpu alone; 0 or the error number. */
+static int pin(pthread_t thread, int cpu)
+{
+    cpu_set_t want;
+    CPU_ZERO(&want);
+    CPU_SET(cpu, &want);
+    return pthread_setaffinity_np(thread, sizeof(want), &want);
+}
+
+/* What pin(thread, cpu) returned as spec's outcome: the error, or info. */
+static oc_status_t pinned(int rc, int cpu, const char *spec, const char *own_str, char *info,
+                          size_t size)
+{
+    if (rc != 0)
+        return oc_error(OC_ERR_INVALID_ARG,
+                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
+                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
+             own_str);
+    return OC_OK;
+}
+
 /* auto: otherwise the application thread may run on the thread's CPU while
  * its own sits idle, and the scheduler moves a running thread only after its
  * balancing has failed several times; meanwhile each woken list would wait
@@ -185,14 +215,13 @@ void oc_pe_unbind_caller(oc_pe_caller_t *caller)
  * between the read and the move. */
 static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_caller_t *caller)
 {
-    cpu_set_t own, want;
+    cpu_set_t own;
     char own_str[96];
     int cpu, rc = 0, shared = 0;
+    oc_status_t st;
 
     pthread_mutex_lock(&callers_lock);
-    if (sched_getaffinity(0, sizeof(own), &own) != 0)
-        CPU_ZERO(&own);
-    set_str(&own, own_str, sizeof(own_str));
+    own_cpus(&own, own_str, sizeof(own_str));
     if (CPU_COUNT(&own) >= 2) {
         for (cpu = CPU_SETSIZE - 1; !CPU_ISSET(cpu, &own); cpu--)
             ;
@@ -200,11 +229,8 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
         cpu = taken_from(caller->tid, &own);
         shared = 1;
     }
-    if (cpu >= 0) {
-        CPU_ZERO(&want);
-        CPU_SET(cpu, &want);
-        rc = pthread_setaffinity_np(thread, sizeof(want), &want);
-    }
+    if (cpu >= 0)
+        rc = pin(thread, cpu);
     if (cpu < 0 || (shared && rc != 0)) {
         pthread_mutex_unlock(&callers_lock);
         snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
@@ -212,14 +238,10 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
                  "two CPUs for overlap)", own_str);
         return OC_OK;
     }
-    if (rc != 0) {
+    if ((st = pinned(rc, cpu, "auto", own_str, info, size)) != OC_OK) {
         pthread_mutex_unlock(&callers_lock);
-        return oc_error(OC_ERR_INVALID_ARG, "OC_PROGRESS_CPUS=auto: cannot bind the progress "
-                        "thread to CPU %d: %s (the process may use CPUs %s)", cpu,
-                        strerror(rc), own_str);
+        return st;
     }
-    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=auto; process CPUs %s)", cpu,
-             own_str);
     if (shared) {
         size_t len = strlen(info);
         snprintf(info + len, size - len, ", shared with another context's progress thread: "
@@ -238,17 +260,15 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
                        oc_pe_caller_t *caller)
 {
-    cpu_set_t own, want;
+    cpu_set_t own;
     char own_str[96];
-    int cpus[CPU_SETSIZE], n, cpu, rc;
+    int cpus[CPU_SETSIZE], n, cpu;
 
     memset(caller, 0, sizeof(*caller));
     caller->tid = gettid();
     if (spec != NULL && strcmp(spec, "auto") == 0)
         return bind_auto(thread, info, size, caller);
-    if (sched_getaffinity(0, sizeof(own), &own) != 0)
-        CPU_ZERO(&own);
-    set_str(&own, own_str, sizeof(own_str));
+    own_cpus(&own, own_str, sizeof(own_str));
     if (spec == NULL || spec[0] == '\0') {
         if (CPU_COUNT(&own) == 1)
             snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
@@ -260,14 +280,5 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
     n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
     assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
     cpu = cpus[local_rank() % (unsigned long)n];
-    CPU_ZERO(&want);
-    CPU_SET(cpu, &want);
-    rc = pthread_setaffinity_np(thread, sizeof(want), &want);
-    if (rc != 0)
-        return oc_error(OC_ERR_INVALID_ARG,
-                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
-                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
-    snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
-             own_str);
-    return OC_OK;
+    return pinned(pin(thread, cpu), cpu, spec, own_str, info, size);
 }

@@ -1,8 +1,8 @@
 /*
  * A waiting engine sleeps: rank 0's request waits one second for a late
  * rank 1; over that second rank 0's progress thread and its waiting
- * application thread together may not use 2% of a core. An idle context costs nothing
- * either. (CPU time, not wall time: this is not a timing test.)
+ * application thread together may not use 2% of a core. An idle context
+ * costs nothing either. (CPU time, not wall time: this is not a timing test.)
  * The same for a target waiting in oc_notify_wait: rank 1 waits one second
  * for a notified put that rank 0 sends late. Both again with OC_SPIN_US =
  * 2 ms, for which both threads poll before they sleep: they must stop.
