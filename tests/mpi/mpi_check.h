@@ -63,21 +63,27 @@ static inline void check_fill(unsigned char *s, int me, int n, size_t block, int
             s[(size_t)p * block + i] = check_pattern(me, p, i, salt);
 }
 
-/* A context in the given progress mode with OC_TIMEOUT_S = timeout_s (the
- * rest from the environment) and, when team is not NULL, a team of
+/* A context configured by cfg and, when team is not NULL, a team of
  * MPI_COMM_WORLD on it. NULL if oc_init failed (counted as a failure). */
+static inline oc_context_t *check_open_cfg(const oc_config_t *cfg, oc_team_t **team)
+{
+    oc_context_t *ctx = NULL;
+    CHECK_OC(oc_init(cfg, &ctx));
+    if (team != NULL && ctx != NULL)
+        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, team));
+    return ctx;
+}
+
+/* check_open_cfg in the given progress mode with OC_TIMEOUT_S = timeout_s
+ * (the rest from the environment). */
 static inline oc_context_t *check_open(oc_progress_mode_t mode, double timeout_s,
                                        oc_team_t **team)
 {
     oc_config_t cfg;
-    oc_context_t *ctx = NULL;
     CHECK_OC(oc_config_init(&cfg));
     cfg.progress = mode;
     cfg.timeout_s = timeout_s;
-    CHECK_OC(oc_init(&cfg, &ctx));
-    if (team != NULL && ctx != NULL)
-        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, team));
-    return ctx;
+    return check_open_cfg(&cfg, team);
 }
 
 /* Ends the test: every rank learns the total; rank 0 prints the verdict. */

@@ -253,18 +253,13 @@ static void in_place(oc_team_t *team, const char *label)
 static oc_context_t *open_alg(oc_progress_mode_t mode, oc_alg_t alg, oc_team_t **team)
 {
     oc_config_t cfg;
-    oc_context_t *ctx = NULL;
-    *team = NULL;
     CHECK_OC(oc_config_init(&cfg));
     cfg.progress = mode;
     cfg.timeout_s = 60;
     cfg.alltoall_alg = alg;
     cfg.alltoallv_alg = alg == OC_ALG_BRUCK ? OC_ALG_AUTO : alg;
     cfg.ringk = 2;
-    CHECK_OC(oc_init(&cfg, &ctx));
-    if (ctx != NULL)
-        CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, team));
-    return ctx;
+    return check_open_cfg(&cfg, team);
 }
 
 int main(int argc, char **argv)
