@@ -82,7 +82,6 @@ static void halo_rounds(ut_rank_t *me, oc_team_t *team)
     long i, j, k, g[3], wrong = 0;
     int round, q, fi, ok = 1;
 
-    memset(f, 0, sizeof(f));
     for (fi = 0; fi < HALO_FIELDS; fi++) {
         ok &= (a[fi] = calloc((size_t)(e * e * e), sizeof(double))) != NULL;
         f[fi] = (oc_halo_field_t){a[fi], {HN, HN, HN}, sizeof(double), 0};
