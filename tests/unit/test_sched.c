@@ -339,6 +339,60 @@ static size_t ceil_log2(size_t n)
     return l;
 }
 
+/* How far rank r's send or receive reaches round the ring: stage j of ring-k
+ * exchanges with the ranks j*w+1 .. (j+1)*w away. */
+static size_t ring_distance(const oc_task_t *t, int r, int n)
+{
+    int d = t->type == OC_TASK_SEND ? t->peer - r : r - t->peer;
+    return (size_t)((d + n) % n);
+}
+
+/* ceil((n-1)/w) stages, also where a stage is cut into several lists: the
+ * lists alone then no longer count them, so each list's stage comes from its
+ * peers' distances. A list must stay within one stage, and a new list within
+ * a stage counts as a stage of its own unless the one before had no room for
+ * its first pair (the send and receive of one distance, which the builder
+ * keeps together): a list ended with room is a stage boundary. Where a
+ * stage fits one list, this makes the list count the stage count. The self
+ * copy, before any exchange, belongs to stage 0. */
+static int check_stages(const case_t *c, int r, const oc_sched_t *s, unsigned w, char *err,
+                        size_t errlen)
+{
+    size_t want = ((size_t)c->n - 1 + w - 1) / w, stages = 1, cur = 0;
+
+    for (size_t i = 0; i < s->nlists; i++) {
+        const oc_task_list_t *l = &s->lists[i];
+        size_t stage = SIZE_MAX, first = 0, pair = 0;
+        for (size_t j = l->first; j < l->first + l->ntasks; j++) {
+            size_t d;
+            if (s->tasks[j].type == OC_TASK_COPY)
+                continue;
+            d = ring_distance(&s->tasks[j], r, c->n);
+            if (stage == SIZE_MAX) {
+                stage = (d - 1) / w;
+                first = d;
+            }
+            if ((d - 1) / w != stage) {
+                snprintf(err, errlen, "rank %d: list %zu mixes stages %zu and %zu (%u peers each)",
+                         r, i, stage, (d - 1) / w, w);
+                return -1;
+            }
+            pair += d == first;
+        }
+        if (stage == SIZE_MAX)
+            stage = cur;
+        if (i > 0 && (stage != cur || s->lists[i - 1].ntasks + pair <= c->list_max))
+            stages++;
+        cur = stage;
+    }
+    if (stages != want) {
+        snprintf(err, errlen, "rank %d: %zu stages in %zu lists, expected ceil((n-1)/%u) = %zu",
+                 r, stages, s->nlists, w, want);
+        return -1;
+    }
+    return 0;
+}
+
 /* Limits and list counts of the schedule itself, before running it. */
 static int check_shape(const case_t *c, int r, const oc_sched_t *s, char *err, size_t errlen)
 {
@@ -368,12 +422,8 @@ static int check_shape(const case_t *c, int r, const oc_sched_t *s, char *err, s
         return -1;
     }
     if (nonzero && (c->shape == UT_EQUAL || c->shape == UT_UNEVEN) && c->n > 1 && w > 0 &&
-        c->list_max >= 2 * w + 1 &&
-        s->nlists != ((size_t)c->n - 1 + w - 1) / w) {
-        snprintf(err, errlen, "rank %d: %zu lists, expected ceil((n-1)/%u) = %zu", r, s->nlists, w,
-                 ((size_t)c->n - 1 + w - 1) / w);
+        check_stages(c, r, s, w, err, errlen) != 0)
         return -1;
-    }
     if (nonzero && c->b->kind == B_BRUCK && with_transfers != ceil_log2((size_t)c->n)) {
         snprintf(err, errlen, "rank %d: %zu lists with transfers, expected ceil(log2 n) = %zu", r,
                  with_transfers, ceil_log2((size_t)c->n));
