@@ -12,6 +12,8 @@
 #ifndef AWP_EXCHANGE_H
 #define AWP_EXCHANGE_H
 
+#include <stdint.h>
+
 #include "awp_kernel.h"
 
 typedef struct {
@@ -30,6 +32,9 @@ typedef struct {
     int (*wait)(void *state, awp_field_t f);
     /* Waits for what is in flight and releases everything; collective. */
     int (*destroy)(void *state);
+    /* Optional: the bytes this rank has handed to the network since create,
+     * where the mode's transport counts them (NULL for the MPI modes). */
+    int (*network_bytes)(void *state, uint64_t *bytes);
 } awp_exchange_ops_t;
 
 extern const awp_exchange_ops_t awp_exchange_two_sided;

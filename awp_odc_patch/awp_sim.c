@@ -97,6 +97,13 @@ int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm)
     return 0;
 }
 
+int awp_sim_network_bytes(const awp_sim_t *s, uint64_t *bytes)
+{
+    if (s->x->network_bytes == NULL)
+        return awp_fail("mode %s does not count the bytes it sends", s->x->name);
+    return s->x->network_bytes(s->xstate, bytes);
+}
+
 int awp_sim_free(awp_sim_t *s)
 {
     int f, rc = 0;

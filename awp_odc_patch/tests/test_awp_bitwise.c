@@ -3,10 +3,15 @@
  * scenario alone (a communicator of 1, two-sided) as the reference; then
  * every rank runs it on each process grid given, in each mode given, and
  * rank 0 compares the seismograms and all nine final wavefields with memcmp.
+ * With --loopback, each rank's offload runs must also have handed all their
+ * faces to the network: with OC_INTRANODE=loopback, offcoll may not reach a
+ * neighbour through shared memory, which would copy the faces instead (and
+ * give the same wavefields).
  *
- *   mpirun -np N test_awp_bitwise SCENARIO MODES GRID...
+ *   mpirun -np N test_awp_bitwise [--loopback] SCENARIO MODES GRID...
  *   (MODES: comma-separated, e.g. two-sided,offload; GRID: px,py,pz)
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +56,30 @@ static void result_free(result_t *r)
         free(r->field[f]);
 }
 
-/* Runs sc over comm; rank 0 of comm gets the traces and fields in *r. */
-static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r)
+/* The bytes of the faces this rank has sent in s's steps: every field once
+ * a step, across the axes its readers need, to each neighbour there. */
+static uint64_t face_bytes(const awp_sim_t *s)
+{
+    const awp_grid_t *g = &s->g;
+    uint64_t bytes = 0;
+    int f, d, dir;
+    for (f = 0; f < AWP_NFIELDS; f++)
+        for (d = 0; d < 3; d++)
+            for (dir = -1; dir <= 1; dir += 2)
+                if ((awp_exchange_axes((awp_field_t)f) >> d & 1) &&
+                    awp_grid_neighbor(g, d, dir) != MPI_PROC_NULL)
+                    bytes += (uint64_t)AWP_GHOST * (uint64_t)g->n[(d + 1) % 3] *
+                             (uint64_t)g->n[(d + 2) % 3] * sizeof(float);
+    return bytes * (uint64_t)s->step;
+}
+
+/* Runs sc over comm; rank 0 of comm gets the traces and fields in *r. With
+ * loopback, the faces must have gone to the network. */
+static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r, int loopback)
 {
     static awp_sim_t s;
     awp_box_t all = {{0, 0, 0}, {sc->ng[0], sc->ng[1], sc->ng[2]}};
+    uint64_t sent;
     int f, rank, rc;
     MPI_Comm_rank(comm, &rank);
     if ((rc = awp_sim_create(&s, sc, comm)) != 0)
@@ -64,6 +88,11 @@ static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r)
         rc = awp_sim_step(&s);
     if (rc == 0)
         rc = awp_sim_finish(&s);
+    if (rc == 0 && loopback && (rc = awp_sim_network_bytes(&s, &sent)) == 0)
+        CHECK(sent >= face_bytes(&s),
+              "%" PRIu64 " bytes went to the network, fewer than the faces' %" PRIu64
+              ": shared memory carried them, not the loopback path",
+              sent, face_bytes(&s));
     if (rc == 0)
         rc = awp_sim_traces(&s, rank == 0 ? r->traces : NULL);
     for (f = 0; f < AWP_NFIELDS && rc == 0; f++)
@@ -97,14 +126,17 @@ int main(int argc, char **argv)
     static awp_scenario_t sc;
     result_t ref = {0}, got = {0};
     char tag[128], modes[256], *save = NULL, *mode;
-    int rank, size, g, rc, f;
+    int rank, size, g, rc, f, loopback;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    loopback = argc > 1 && strcmp(argv[1], "--loopback") == 0;
+    argc -= loopback;
+    argv += loopback;
     if (argc < 4) {
         if (rank == 0)
-            fprintf(stderr, "usage: test_awp_bitwise SCENARIO MODES GRID...\n");
+            fprintf(stderr, "usage: test_awp_bitwise [--loopback] SCENARIO MODES GRID...\n");
         MPI_Finalize();
         return 2;
     }
@@ -122,7 +154,7 @@ int main(int argc, char **argv)
         check_tag = "reference";
         rc = awp_scenario_check(&one, 1);
         if (rc == 0)
-            rc = run(&one, MPI_COMM_SELF, &ref);
+            rc = run(&one, MPI_COMM_SELF, &ref, 0);
         CHECK(rc == 0, "%s", awp_last_error());
         result_alloc(&got, &sc);
     }
@@ -147,7 +179,7 @@ int main(int argc, char **argv)
             if (rank == 0)
                 result_poison(&got, &sc);
             if (rc == 0)
-                rc = run(&par, MPI_COMM_WORLD, &got);
+                rc = run(&par, MPI_COMM_WORLD, &got, loopback && par.mode == AWP_MODE_OFFLOAD);
             CHECK(rc == 0, "%s", awp_last_error());
             if (rc != 0 || rank != 0)
                 continue;
