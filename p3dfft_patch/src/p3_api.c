@@ -207,7 +207,7 @@ static int agree_setup(int rc, const int *dims, int nx, int ny, int nz, const p3
 
 static int release(p3_t *p)
 {
-    int rc = p3_yz_teardown(p);
+    int rc = p3_tr_teardown(p);
     p3_plans_free(p);
     p3_decomp_free(p);
     free(p);
@@ -244,7 +244,7 @@ int Cp3dfft_setup(int *dims, int nx, int ny, int nz, int comm_f, int nxc, int ny
     if (!(rc = p3_decomp_init(p, dims, nx, ny, nz, comm)))
         rc = p3_slabs_init(p, slabs > 0 ? slabs : p3_auto_slabs(p));
     if (!(rc = p3_agree(rc, comm)))
-        rc = p3_agree(p3_yz_setup(p), comm);
+        rc = p3_agree(p3_tr_setup(p), comm);
     if (!rc)
         rc = p3_warmup(p); /* agreed inside, before its first transpose and after */
     if (rc) {
@@ -421,7 +421,7 @@ static size_t complex_size(void)
 static int transform_done(int rc)
 {
     if (rc)
-        p3_yz_drain(g);
+        p3_tr_drain(g);
     return rc ? rc : ok();
 }
 
@@ -485,13 +485,13 @@ int Cget_timers(double *timers)
 static int reconfigure(p3_mode_t mode, int slabs)
 {
     double timers[P3DFFT_NTIMERS];
-    int rc = p3_yz_teardown(g);
+    int rc = p3_tr_teardown(g);
     if (!rc)
         rc = p3_slabs_init(g, slabs > 0 ? slabs : p3_auto_slabs(g));
     if (!(rc = p3_agree(rc, g->comm))) {
         g->mode = mode;
         g->slabs_asked = slabs;
-        rc = p3_agree(p3_yz_setup(g), g->comm);
+        rc = p3_agree(p3_tr_setup(g), g->comm);
     }
     if (!rc) {
         memcpy(timers, g->timers, sizeof(timers));

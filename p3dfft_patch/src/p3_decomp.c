@@ -105,6 +105,7 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
 
     if ((rc = own_comms(p, comm)))
         return rc;
+    p3_tr_init(p);
 
     if ((rc = split_init(&p->xc, p->nxh, p->iproc)) || (rc = split_init(&p->yi, ny, p->iproc)) ||
         (rc = split_init(&p->yj, ny, p->jproc)) || (rc = split_init(&p->zj, nz, p->jproc)))
@@ -127,18 +128,21 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
 
     if ((rc = xy_counts_init(p)))
         return rc;
-    if (p->iproc == 1) { /* xbuf is the Y side's only X-Y block */
-        p->xbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-    } else {
-        p->xsbuf = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-        p->xrbuf = cbuf((size_t)p->iisize * ny * p->kjsize);
+    /* Where X-Y data moves, variable j+1's FFT-x fills a second slot while
+       variable j's transpose is in flight (p3_pipeline.c). */
+    p->xslots = p->iproc > 1 ? P3_SLOTS : 1;
+    for (s = 0; s < p->xslots; s++) {
+        p->xs[s] = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
+        if (p->iproc > 1)
+            p->xr[s] = cbuf((size_t)p->iisize * ny * p->kjsize);
+        if (p->xs[s] == NULL || (p->iproc > 1 && p->xr[s] == NULL))
+            return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     }
-    if (p->iproc == 1 ? p->xbuf == NULL : p->xsbuf == NULL || p->xrbuf == NULL)
-        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     for (s = 0; s < P3_SLOTS; s++) {
         p->ya[s] = cbuf((size_t)p->iisize * p->kjsize * ny);
-        p->zb[s] = cbuf((size_t)p->iisize * p->jjsize * nz);
-        if (p->ya[s] == NULL || p->zb[s] == NULL)
+        if (p->jproc > 1)
+            p->zb[s] = cbuf((size_t)p->iisize * p->jjsize * nz);
+        if (p->ya[s] == NULL || (p->jproc > 1 && p->zb[s] == NULL))
             return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z work buffers");
     }
     return P3DFFT_OK;
@@ -186,18 +190,16 @@ void p3_decomp_free(p3_t *p)
     split_free(&p->zj);
     split_free(&p->slab);
     free(p->xy_scnt);
-    fftw_free(p->xbuf);
-    fftw_free(p->xsbuf);
-    fftw_free(p->xrbuf);
     fftw_free(p->line);
     fftw_free(p->plane);
     for (s = 0; s < P3_SLOTS; s++) {
-        if (p->oc_failed) {
-            p3_yz_keep(p->ya[s]);
-            p3_yz_keep(p->zb[s]);
-        } else {
-            fftw_free(p->ya[s]);
-            fftw_free(p->zb[s]);
+        fftw_complex *bufs[4] = {p->xs[s], p->xr[s], p->ya[s], p->zb[s]};
+        int b;
+        for (b = 0; b < 4; b++) {
+            if (p->oc_failed)
+                p3_tr_keep(bufs[b]);
+            else
+                fftw_free(bufs[b]);
         }
     }
     if (p->row != MPI_COMM_NULL)

@@ -1,6 +1,6 @@
 /*
  * FFTW stages. A stage is cut into chunks along its outer repetition so that,
- * in mpi_nb mode, the Y-Z transpose in flight is tested between chunks (the
+ * in mpi_nb mode, the transposes in flight are tested between chunks (the
  * progress pattern of a real application). Plans are made on first use on
  * scratch arrays (FFTW_MEASURE overwrites its arrays) and cached by their
  * geometry. User arrays may lack FFTW's SIMD alignment: each geometry has an
@@ -220,7 +220,7 @@ static int run_planes(p3_t *p, const p3_stage_t *st, fftw_complex *in, fftw_comp
         for (i = 0; i < n; i++)
             memcpy(dst + (size_t)i * (size_t)st->dim.os, p->plane + (size_t)i * xs, run);
         if ((l + 1) % per == 0)
-            p3_yz_progress(p);
+            p3_tr_progress(p);
     }
     return P3DFFT_OK;
 }
@@ -267,7 +267,7 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
             return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points",
                            st->dim.n);
         execute(plan, st->kind, ci, co);
-        p3_yz_progress(p);
+        p3_tr_progress(p);
     }
     return P3DFFT_OK;
 }

@@ -2,8 +2,8 @@
  * Internal state of the P3DFFT-compatible library, shared by its parts:
  * p3_api.c (entry points, argument checks, errors, timers), p3_decomp.c
  * (processor grid, block splits, buffers), p3_fft.c (chunked FFTW stages with
- * a plan cache), p3_yz.c (the Y-Z transpose in its three modes) and
- * p3_pipeline.c (the forward and backward transforms).
+ * a plan cache), p3_tr.c (the X-Y and Y-Z transposes in their three modes)
+ * and p3_pipeline.c (the forward and backward transforms).
  */
 #ifndef P3_INTERNAL_H
 #define P3_INTERNAL_H
@@ -18,8 +18,12 @@
 
 typedef enum { P3_BLOCKING = 0, P3_MPI_NB, P3_OFFLOAD, P3_NMODES } p3_mode_t;
 enum { P3_FWD = 0, P3_BWD = 1 };
-/* Buffers of the Y-Z stage per in-flight unit: unit u uses slot u % 2, so
- * unit u can be in flight while unit u-1 is consumed. */
+/* The two transposes: X-Y over ROW, one unit per variable; Y-Z over COL, one
+ * unit per X-slab of a variable. */
+enum { P3_XY = 0, P3_YZ = 1, P3_NTR = 2 };
+/* Buffers of a transpose per in-flight unit: Y-Z unit u uses slot u % 2 and
+ * X-Y unit (variable) j slot j % xslots, so that a unit can be in flight
+ * while the one before it is consumed. */
 #define P3_SLOTS 2
 #define P3_MAX_SLABS 64
 
@@ -51,13 +55,25 @@ typedef struct {
 
 typedef struct p3_plan_entry p3_plan_entry_t;
 
-/* The Y-Z transport's per-slot state. */
+/* A transpose's per-slot state. */
 typedef struct {
     MPI_Request mreq;                  /* mpi_nb */
     int *scnt, *sdsp, *rcnt, *rdsp;    /* mpi_nb: must live until completion */
     int active;
-    int dir, slab;
+    int dir, unit;
 } p3_slot_t;
+
+/* One of the two transposes in p->mode. Side 0 is what the forward transpose
+ * sends (the FFT-x side of X-Y, the Y side of Y-Z), side 1 what it receives;
+ * with one rank in its communicator they are one buffer and nothing moves. */
+typedef struct {
+    const char *name[2];  /* per direction, for messages: "X-Y", "Y-X" */
+    MPI_Comm comm;        /* ROW or COL */
+    int np;               /* its size */
+    p3_slot_t slot[P3_SLOTS];
+    oc_team_t *team;      /* offload */
+    oc_request_t *req[2][P3_SLOTS][P3_MAX_SLABS]; /* offload: [dir][slot][unit] */
+} p3_tr_t;
 
 typedef struct {
     int nx, ny, nz, nxh;
@@ -76,29 +92,28 @@ typedef struct {
     int slabs_asked;/* 0: auto; what the ranks agree on (nslab is clamped per rank) */
     p3_split_t slab;/* iisize over nslab */
 
-    /* X-Y transpose (ROW, blocking MPI), in complex elements */
+    /* X-Y blocks in complex elements: forward send (side 0) and receive (side 1) */
     int *xy_scnt, *xy_sdsp, *xy_rcnt, *xy_rdsp;
-    fftw_complex *xbuf;  /* (nxh, jisize, kjsize): FFT-x output, c2r input; one rank in ROW */
-    fftw_complex *xsbuf; /* X-Y blocks of the FFT-x side: fwd send / bwd receive */
-    fftw_complex *xrbuf; /* X-Y blocks of the Y side: fwd receive / bwd send */
-    fftw_complex *ya[P3_SLOTS]; /* per slot, slab after slab (xs, kjsize, ny) */
-    fftw_complex *zb[P3_SLOTS]; /* per slot, slab after slab, blocks (xs, kj_r, jjsize) */
+    int xslots;          /* X-Y slots: 2 where X-Y data moves, else 1 */
+    fftw_complex *xs[P3_SLOTS]; /* X-Y side 0, (nxh, jisize, kjsize) in X ranges */
+    fftw_complex *xr[P3_SLOTS]; /* X-Y side 1, (iisize, yn_i, kjsize) blocks; one rank in ROW: none */
+    fftw_complex *ya[P3_SLOTS]; /* Y-Z side 0 per slot, slab after slab (xs, kjsize, ny) */
+    fftw_complex *zb[P3_SLOTS]; /* Y-Z side 1 per slot, slab after slab, blocks (xs, kj_r,
+                                   jjsize); one rank in COL: none */
     fftw_complex *line;  /* a slab's Y- or Z-pencil line, or an FFT-x plane (nxh, jisize) */
     fftw_complex *plane; /* one plane of a stage, (xs, n) packed: p3_fft.c */
     size_t plane_len;    /* its complex values */
 
     p3_mode_t mode;
     unsigned fftw_flags;
-    p3_slot_t slot[P3_SLOTS];
+    p3_tr_t tr[P3_NTR];
     oc_context_t *oc_ctx;
-    oc_team_t *oc_team;
-    oc_request_t *oc_req[2][P3_SLOTS][P3_MAX_SLABS]; /* [dir][slot][slab] */
 
     p3_plan_entry_t *plans;
     double timers[P3DFFT_NTIMERS];
     int broken; /* a re-configuration failed: only Cp3dfft_clean is left */
     int oc_failed; /* an offloaded transpose failed: its late transfers may
-                      still touch ya and zb (p3_yz_keep) */
+                      still touch the transposes' buffers (p3_tr_keep) */
 } p3_t;
 
 /* p3_api.c: records the detail of a failure and returns code. */
@@ -117,25 +132,26 @@ int p3_auto_slabs(const p3_t *p);
 int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
 void p3_plans_free(p3_t *p);
 
-/* p3_yz.c: the Y-Z transpose of slab `slab` of the unit in `slot`. */
-int p3_yz_setup(p3_t *p);     /* collective: what p->mode needs */
-int p3_yz_teardown(p3_t *p);  /* collective */
-int p3_yz_start(p3_t *p, int dir, int slot, int slab);
-int p3_yz_wait(p3_t *p, int slot);
+/* p3_tr.c: transpose t (P3_XY, P3_YZ) of unit `unit` in `slot`. */
+void p3_tr_init(p3_t *p);     /* names, communicators; before p3_tr_setup */
+int p3_tr_setup(p3_t *p);     /* collective: what p->mode needs */
+int p3_tr_teardown(p3_t *p);  /* collective */
+int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit);
+int p3_tr_wait(p3_t *p, int t, int slot);
 /* After a failed transform (the callers of p3_forward/p3_backward): completes
  * the transposes still in flight (the peers, in step so far, started theirs),
  * so that none is left active or writing into buffers freed later;
  * p3_fail's detail is kept. */
-void p3_yz_drain(p3_t *p);
+void p3_tr_drain(p3_t *p);
 /* Frees buf (an fftw_malloc'd transpose buffer of a failed transpose) once
  * the offcoll context is finalized, not before: the network layer cannot
  * cancel every transfer. */
-void p3_yz_keep(void *buf);
-void p3_yz_progress(p3_t *p); /* lets MPI move an mpi_nb transpose */
-/* Where the unit's Y-Z data lies before (send) and after (receive) the
- * transpose, for direction dir. */
-fftw_complex *p3_yz_sbuf(const p3_t *p, int dir, int slot, int slab);
-fftw_complex *p3_yz_rbuf(const p3_t *p, int dir, int slot, int slab);
+void p3_tr_keep(void *buf);
+void p3_tr_progress(p3_t *p); /* lets MPI move the mpi_nb transposes */
+/* Where the unit's data lies before (send) and after (receive) transpose t
+ * in direction dir. */
+fftw_complex *p3_tr_sbuf(const p3_t *p, int t, int dir, int slot, int unit);
+fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit);
 
 /* p3_pipeline.c */
 /* op: what to do along X, Y, Z (X is always r2c / c2r). */

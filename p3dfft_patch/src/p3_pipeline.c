@@ -2,15 +2,20 @@
  * The forward and backward transforms of nv variables, each variable's Y-Z
  * stage cut into nslab X-slabs. A "unit" is one slab of one variable; the
  * units' Y-Z transposes are pipelined as DESIGN.md describes for variables:
- * forward, FFT-x and the X-Y transpose of a variable, then per unit FFT-y,
- * start of its Y-Z transpose, wait for the previous unit and its FFT-z; the
- * backward transform mirrors it (FFT-z, start of the Z-Y transpose, wait for
- * the previous unit, its FFT-y, and the Y-X transpose and FFT-x once a
- * variable's last slab is back). Unit u uses the buffers of slot u % 2.
+ * forward, per unit FFT-y, start of its Y-Z transpose, wait for the previous
+ * unit and its FFT-z; the backward transform mirrors it (FFT-z, start of the
+ * Z-Y transpose, wait for the previous unit, its FFT-y). Beyond DESIGN.md,
+ * where X-Y data moves (more than one rank in ROW) the X-Y transposes are
+ * pipelined across variables too: forward, variable j+1's FFT-x and the start
+ * of its X-Y transpose come before the wait for variable j's; backward, a
+ * variable's Y-X transpose starts after its last slab's FFT-y, and its c2r
+ * waits until the next variable's Y-X has started. Y-Z unit u uses the
+ * buffers of Y-Z slot u % 2, variable j those of X-Y slot j % xslots.
  *
  * Layouts (X fastest, complex elements):
- *   xbuf  (nxh, jisize, kjsize)       FFT-x output / c2r input, one rank in ROW
- *   xsbuf, xrbuf                      X-Y blocks, X-fastest runs
+ *   xs    (nxh, jisize, kjsize)       X-Y side 0: FFT-x output / c2r input,
+ *                                     blocks of X ranges
+ *   xr    blocks (iisize, yn_i, kjsize)  X-Y side 1 (none with one rank in ROW)
  *   ya    per slab (xs, kjsize, ny)   Y side of the Y-Z transpose
  *   zb    per slab, blocks (xs, zn_r, jjsize) for each Z range r
  *   line  (xs, max(ny, nz))           one line of a slab's Y- or Z-pencil,
@@ -19,10 +24,10 @@
  * FFT-y and FFT-z read and write the Y- and Z-pencils packed, one line at a
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
- * ROW and one slab, FFT-y works on xbuf in place; with one rank in COL, FFT-z
+ * ROW and one slab, FFT-y works on xs in place; with one rank in COL, FFT-z
  * on the Z side's single block). With more than one rank in ROW, FFT-x also
  * goes plane by plane through `line`, and x_line moves the X runs between it
- * and the X-Y blocks; with one, FFT-x writes xbuf, the Y side's only block.
+ * and the X-Y blocks; with one, FFT-x writes xs, the Y side's only block.
  */
 #include <string.h>
 
@@ -39,28 +44,31 @@ static fftw_iodim iod(int n, int is, int os)
     return d;
 }
 
-/* The X-Y transpose's blocks are X-fastest runs: block i of the FFT-x side
- * (xsbuf) is (xn_i, jisize, kjsize), block i of the Y side (xrbuf) is
- * (iisize, yn_i, kjsize). With one rank in ROW, both are xbuf itself. */
+/* X-Y slot of variable j. */
+static int xslot(const p3_t *p, int j)
+{
+    return j % p->xslots;
+}
 
 /* Plane k (of kjsize) of the FFT-x side, (nxh, jisize), between p->line and
- * the X-Y blocks of that side (xsbuf: block i is (xn_i, jisize, kjsize)).
+ * X-Y side 0 of slot xsl (block i is (xn_i, jisize, kjsize)).
  * to_blocks: line -> blocks (forward). */
-static void x_line(p3_t *p, int k, int to_blocks)
+static void x_line(p3_t *p, int xsl, int k, int to_blocks)
 {
+    fftw_complex *blocks = p->xs[xsl];
     int j, i;
     for (j = 0; j < p->jisize; j++) {
         size_t line = (size_t)j + (size_t)p->jisize * k;
         for (i = 0; i < p->iproc; i++) {
             fftw_complex *x = p->line + p->xc.s[i] + (size_t)p->nxh * j;
-            fftw_complex *b = p->xsbuf + p->xy_sdsp[i] + (size_t)p->xc.n[i] * line;
+            fftw_complex *b = blocks + p->xy_sdsp[i] + (size_t)p->xc.n[i] * line;
             size_t bytes = sizeof(fftw_complex) * (size_t)p->xc.n[i];
             memcpy(to_blocks ? b : x, to_blocks ? x : b, bytes);
         }
     }
 }
 
-/* FFT-y works on xbuf in place: one rank in ROW (xbuf is the Y side's only
+/* FFT-y works on xs in place: one rank in ROW (xs is the Y side's only
  * block) and one slab. */
 static int y_in_place(const p3_t *p)
 {
@@ -68,11 +76,11 @@ static int y_in_place(const p3_t *p)
 }
 
 /* Line k (of kjsize) of slab [x0, x0 + xs) of the Y-pencil, (xs, ny), between
- * the Y side's X-Y blocks (block i is (iisize, yn_i, kjsize); xbuf with one
+ * X-Y side 1 of slot xsl (block i is (iisize, yn_i, kjsize); xs with one
  * rank in ROW) and p->line. to_line: blocks -> line (forward). */
-static void xy_line(p3_t *p, int x0, int xs, int k, int to_line)
+static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 {
-    fftw_complex *blocks = p->iproc > 1 ? p->xrbuf : p->xbuf;
+    fftw_complex *blocks = p3_tr_rbuf(p, P3_XY, P3_FWD, xsl, 0);
     int i, j;
     for (i = 0; i < p->iproc; i++) {
         int yn = p->yi.n[i];
@@ -117,9 +125,10 @@ static p3_stage_t z_stage(p3_op_t zop, p3_kind_t fourier, fftw_iodim dim, fftw_i
 
 /* ---- forward ----------------------------------------------------------------- */
 
-/* FFT-x, and with more than one rank in ROW the X-Y transpose: FFT-x then
- * goes plane by plane through p->line, copied out to the blocks. */
-static int fwd_x(p3_t *p, const double *in)
+/* FFT-x of a variable into X-Y slot xsl, and the start of its X-Y transpose:
+ * with more than one rank in ROW, FFT-x goes plane by plane through p->line,
+ * copied out to the blocks. */
+static int fwd_x_start(p3_t *p, const double *in, int xsl)
 {
     int jl = p->jisize, k, rc = P3DFFT_OK;
     double t = now(), pack = 0, tc;
@@ -127,7 +136,7 @@ static int fwd_x(p3_t *p, const double *in)
 
     if (p->iproc == 1) {
         st.how[0].n = jl * p->kjsize;
-        rc = p3_stage_run(p, &st, (void *)in, p->xbuf);
+        rc = p3_stage_run(p, &st, (void *)in, p->xs[xsl]);
         p->timers[4] += now() - t;
         return rc;
     }
@@ -135,7 +144,7 @@ static int fwd_x(p3_t *p, const double *in)
         rc = p3_stage_run(p, &st, (void *)(in + (size_t)p->nx * jl * k), p->line);
         tc = now();
         if (rc == P3DFFT_OK)
-            x_line(p, k, 1);
+            x_line(p, xsl, k, 1);
         pack += now() - tc;
     }
     p->timers[4] += now() - t - pack;
@@ -143,27 +152,25 @@ static int fwd_x(p3_t *p, const double *in)
     if (rc)
         return rc;
     tc = now();
-    if (MPI_Alltoallv(p->xsbuf, p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->xrbuf,
-                      p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
-        return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (X-Y transpose) failed");
+    rc = p3_tr_start(p, P3_XY, P3_FWD, xsl, 0);
     p->timers[0] += now() - tc;
-    return P3DFFT_OK;
+    return rc;
 }
 
 /* FFT-y reads the slab's Y-pencil (xs, ny, kjsize) packed along Y. */
-static int fwd_y_start(p3_t *p, int slot, int s, int skip)
+static int fwd_y_start(p3_t *p, int xsl, int slot, int s, int skip)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc = P3DFFT_OK, k;
-    fftw_complex *sbuf = p3_yz_sbuf(p, P3_FWD, slot, s);
+    fftw_complex *sbuf = p3_tr_sbuf(p, P3_YZ, P3_FWD, slot, s);
     p3_stage_t st = {P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
                      {iod(kj, xs * ny, xs), iod(xs, 1, 1)}};
     double t = now();
     if (y_in_place(p)) {
-        rc = p3_stage_run(p, &st, p->xbuf, sbuf);
+        rc = p3_stage_run(p, &st, p->xs[xsl], sbuf);
     } else {
         st.how[0] = iod(1, 0, 0);
         for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
-            xy_line(p, x0, xs, k, 1);
+            xy_line(p, xsl, x0, xs, k, 1);
             rc = p3_stage_run(p, &st, p->line, sbuf + (size_t)xs * k);
         }
     }
@@ -171,33 +178,35 @@ static int fwd_y_start(p3_t *p, int slot, int s, int skip)
     if (rc)
         return rc;
     t = now();
-    rc = p3_yz_start(p, P3_FWD, slot, s);
+    rc = p3_tr_start(p, P3_YZ, P3_FWD, slot, s);
     p->timers[1] += now() - t;
     return rc;
 }
 
-/* FFT-z reads a slab's Z-pencil (xs, nz, jjsize) packed along Z: with one
- * rank in COL the Z side's single block in place, else line by line from the
- * blocks through p->line. */
-static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
+/* FFT-z of unit u reads its slab's Z-pencil (xs, nz, jjsize) packed along
+ * Z: with one rank in COL the Z side's single block in place, else line by
+ * line from the blocks through p->line. */
+static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_op_t zop)
 {
+    int slot = u % P3_SLOTS, s = u % p->nslab;
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
-    fftw_complex *blocks = p3_yz_rbuf(p, P3_FWD, slot, s);
+    fftw_complex *blocks = p3_tr_rbuf(p, P3_YZ, P3_FWD, slot, s);
     p3_stage_t st;
     double t = now();
-    if ((rc = p3_yz_wait(p, slot)))
+    if ((rc = p3_tr_wait(p, P3_YZ, slot)))
         return rc;
     p->timers[1] += now() - t;
     t = now();
+    out += (size_t)(u / p->nslab) * out_stride + x0;
     st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
                  iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
     if (p->jproc == 1) {
-        rc = p3_stage_run(p, &st, blocks, out + x0);
+        rc = p3_stage_run(p, &st, blocks, out);
     } else {
         st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             yz_line(p, xs, blocks, y, 1);
-            rc = p3_stage_run(p, &st, p->line, out + x0 + (size_t)p->iisize * y);
+            rc = p3_stage_run(p, &st, p->line, out + (size_t)p->iisize * y);
         }
     }
     p->timers[7] += now() - t;
@@ -207,23 +216,28 @@ static int fwd_finish(p3_t *p, int slot, int s, fftw_complex *out, p3_op_t zop)
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int j, s, u = 0, rc;
+    /* ahead: variable j+1's FFT-x runs while j's X-Y transpose is in flight;
+     * with one X-Y slot, FFT-x would overwrite what FFT-y has still to read */
+    int ahead = p->xslots > 1, j, s, u = 0, rc;
+    double t;
+    if (ahead && (rc = fwd_x_start(p, in, 0)))
+        return rc;
     for (j = 0; j < nv; j++) {
-        if ((rc = fwd_x(p, in + (size_t)j * in_stride)))
+        int x = j + ahead;
+        if (x < nv && (rc = fwd_x_start(p, in + (size_t)x * in_stride, xslot(p, x))))
             return rc;
+        t = now();
+        if ((rc = p3_tr_wait(p, P3_XY, xslot(p, j))))
+            return rc;
+        p->timers[0] += now() - t;
         for (s = 0; s < p->nslab; s++, u++) {
-            if ((rc = fwd_y_start(p, u % P3_SLOTS, s, op[1] == P3_OP_NONE)))
+            if ((rc = fwd_y_start(p, xslot(p, j), u % P3_SLOTS, s, op[1] == P3_OP_NONE)))
                 return rc;
-            if (u > 0) {
-                int pu = u - 1, pj = pu / p->nslab;
-                if ((rc = fwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
-                                     out + (size_t)pj * out_stride, op[2])))
-                    return rc;
-            }
+            if (u > 0 && (rc = fwd_finish(p, u - 1, out, out_stride, op[2])))
+                return rc;
         }
     }
-    return fwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
-                      out + (size_t)(nv - 1) * out_stride, op[2]);
+    return fwd_finish(p, u - 1, out, out_stride, op[2]);
 }
 
 /* ---- backward ---------------------------------------------------------------- */
@@ -232,7 +246,7 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
 static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc = P3DFFT_OK, y;
-    fftw_complex *blocks = p3_yz_sbuf(p, P3_BWD, slot, s);
+    fftw_complex *blocks = p3_tr_sbuf(p, P3_YZ, P3_BWD, slot, s);
     double t = now();
     p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
                             iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
@@ -251,33 +265,32 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
         return rc;
     p->timers[8] += now() - t;
     t = now();
-    rc = p3_yz_start(p, P3_BWD, slot, s);
+    rc = p3_tr_start(p, P3_YZ, P3_BWD, slot, s);
     p->timers[2] += now() - t;
     return rc;
 }
 
-/* The Y-X transpose and c2r of a variable whose Y-pencil is complete;
- * mirrors fwd_x. */
-static int bwd_x(p3_t *p, double *out)
+/* The wait for the Y-X transpose of a variable in X-Y slot xsl and its c2r;
+ * mirrors fwd_x_start. */
+static int bwd_x_finish(p3_t *p, int xsl, double *out)
 {
-    int jl = p->jisize, k, rc = P3DFFT_OK;
+    int jl = p->jisize, k, rc;
     double t = now(), unpack = 0, tc;
     p3_stage_t st = {P3_C2R, 0, iod(p->nx, 1, 1), {iod(jl, p->nxh, p->nx), iod(1, 0, 0)}};
 
+    if ((rc = p3_tr_wait(p, P3_XY, xsl)))
+        return rc;
+    p->timers[3] += now() - t;
+    t = now();
     if (p->iproc == 1) {
         st.how[0].n = jl * p->kjsize;
-        rc = p3_stage_run(p, &st, p->xbuf, out);
+        rc = p3_stage_run(p, &st, p->xs[xsl], out);
         p->timers[11] += now() - t;
         return rc;
     }
-    if (MPI_Alltoallv(p->xrbuf, p->xy_rcnt, p->xy_rdsp, MPI_C_DOUBLE_COMPLEX, p->xsbuf,
-                      p->xy_scnt, p->xy_sdsp, MPI_C_DOUBLE_COMPLEX, p->row) != MPI_SUCCESS)
-        return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (Y-X transpose) failed");
-    p->timers[3] += now() - t;
-    t = now();
     for (k = 0; k < p->kjsize && rc == P3DFFT_OK; k++) {
         tc = now();
-        x_line(p, k, 0);
+        x_line(p, xsl, k, 0);
         unpack += now() - tc;
         rc = p3_stage_run(p, &st, p->line, out + (size_t)p->nx * jl * k);
     }
@@ -286,51 +299,57 @@ static int bwd_x(p3_t *p, double *out)
     return rc;
 }
 
-/* Mirrors fwd_y_start: FFT-y writes the Y-pencil packed along Y. */
-static int bwd_finish(p3_t *p, int slot, int s, double *out, int skip)
+/* Mirrors fwd_y_start: FFT-y of unit u writes the Y-pencil packed along Y.
+ * After a variable's last slab its Y-X transpose starts, and the c2r of the
+ * variable `ahead` before it follows (0: this one; 1: the one before, whose
+ * Y-X has had this variable's work to complete in). */
+static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip, int ahead)
 {
+    int slot = u % P3_SLOTS, s = u % p->nslab, j = u / p->nslab;
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc, k;
-    fftw_complex *rbuf = p3_yz_rbuf(p, P3_BWD, slot, s);
+    fftw_complex *rbuf = p3_tr_rbuf(p, P3_YZ, P3_BWD, slot, s);
     p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
                      {iod(kj, xs, xs * ny), iod(xs, 1, 1)}};
     double t = now();
-    if ((rc = p3_yz_wait(p, slot)))
+    if ((rc = p3_tr_wait(p, P3_YZ, slot)))
         return rc;
     p->timers[2] += now() - t;
     t = now();
     if (y_in_place(p)) {
-        rc = p3_stage_run(p, &st, rbuf, p->xbuf);
+        rc = p3_stage_run(p, &st, rbuf, p->xs[xslot(p, j)]);
     } else {
         st.how[0] = iod(1, 0, 0);
         for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
             rc = p3_stage_run(p, &st, rbuf + (size_t)xs * k, p->line);
             if (rc == P3DFFT_OK)
-                xy_line(p, x0, xs, k, 0);
+                xy_line(p, xslot(p, j), x0, xs, k, 0);
         }
     }
     p->timers[9] += now() - t;
     if (rc || s < p->nslab - 1)
         return rc;
-    return bwd_x(p, out);
+    t = now();
+    rc = p3_tr_start(p, P3_XY, P3_BWD, xslot(p, j), 0);
+    p->timers[3] += now() - t;
+    if (rc || j < ahead)
+        return rc;
+    return bwd_x_finish(p, xslot(p, j - ahead), out + (size_t)(j - ahead) * out_stride);
 }
 
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
                 size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
+    int ahead = p->xslots > 1, j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
     for (j = 0; j < nv; j++)
         for (s = 0; s < p->nslab; s++, u++) {
             if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, op[2])))
                 return rc;
-            if (u > 0) {
-                int pu = u - 1;
-                if ((rc = bwd_finish(p, pu % P3_SLOTS, pu % p->nslab,
-                                     out + (size_t)(pu / p->nslab) * out_stride, yskip)))
-                    return rc;
-            }
+            if (u > 0 && (rc = bwd_finish(p, u - 1, out, out_stride, yskip, ahead)))
+                return rc;
         }
-    return bwd_finish(p, (u - 1) % P3_SLOTS, (u - 1) % p->nslab,
-                      out + (size_t)(nv - 1) * out_stride, yskip);
+    if ((rc = bwd_finish(p, u - 1, out, out_stride, yskip, ahead)) || !ahead)
+        return rc;
+    return bwd_x_finish(p, xslot(p, nv - 1), out + (size_t)(nv - 1) * out_stride);
 }
 
 int p3_warmup(p3_t *p)
@@ -355,7 +374,7 @@ int p3_warmup(p3_t *p)
         if (rc == P3DFFT_OK)
             rc = p3_backward(p, c, 0, r, 0, 1, fourier);
         if (rc)
-            p3_yz_drain(p);
+            p3_tr_drain(p);
         rc = p3_agree(rc, p->comm);
     }
     fftw_free(r);

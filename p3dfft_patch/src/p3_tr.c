@@ -1,52 +1,88 @@
 /*
- * The Y-Z transpose over the COL communicator, one X-slab of one variable at
- * a time, in three modes:
+ * The two transposes, X-Y over ROW (a variable at a time) and Y-Z over COL
+ * (one X-slab of one variable at a time), in three modes:
  *  blocking  MPI_Alltoallv at start (the baseline);
  *  mpi_nb    MPI_Ialltoallv at start, MPI_Test between FFT chunks, MPI_Wait;
  *  offload   offcoll persistent alltoallv requests, built once per
- *            (direction, slot, slab) on the library's buffers and restarted
+ *            (direction, slot, unit) on the library's buffers and restarted
  *            with oc_start; offcoll's progress thread moves them.
- * Block r of the Y side is the slab's Y range r, (xs, kjsize, yn_r) with X
- * fastest; block r of the Z side is Z range r, (xs, zn_r, jjsize). With one
- * rank in COL both layouts coincide and nothing moves.
+ * X-Y: block i of side 0 is X range i of every line, (xn_i, jisize, kjsize);
+ * block i of side 1 is Y range i of our X range, (iisize, yn_i, kjsize).
+ * Y-Z: block r of side 0 is the slab's Y range r, (xs, kjsize, yn_r), X
+ * fastest; block r of side 1 is Z range r, (xs, zn_r, jjsize).
  */
 #include <stdlib.h>
 
 #include "offcoll_mpi.h"
 #include "p3_internal.h"
 
-fftw_complex *p3_yz_sbuf(const p3_t *p, int dir, int slot, int slab)
+static int units(const p3_t *p, int t)
 {
-    size_t x0 = (size_t)p->slab.s[slab];
-    return dir == P3_FWD ? p->ya[slot] + x0 * (size_t)p->kjsize * (size_t)p->ny
-                         : p->zb[slot] + x0 * (size_t)p->jjsize * (size_t)p->nz;
+    return t == P3_XY ? 1 : p->nslab;
 }
 
-fftw_complex *p3_yz_rbuf(const p3_t *p, int dir, int slot, int slab)
+static int slots(const p3_t *p, int t)
 {
-    if (p->jproc == 1)
-        return p3_yz_sbuf(p, dir, slot, slab);
-    return p3_yz_sbuf(p, 1 - dir, slot, slab);
+    return t == P3_XY ? p->xslots : P3_SLOTS;
 }
 
-/* Counts and displacements in complex elements for a slab of width xs. */
-static void yz_counts(const p3_t *p, int dir, int xs, int *scnt, int *sdsp, int *rcnt, int *rdsp)
+static fftw_complex *side(const p3_t *p, int t, int sd, int slot, int unit)
 {
-    int r;
-    int *ycnt = dir == P3_FWD ? scnt : rcnt, *ydsp = dir == P3_FWD ? sdsp : rdsp;
-    int *zcnt = dir == P3_FWD ? rcnt : scnt, *zdsp = dir == P3_FWD ? rdsp : sdsp;
-    for (r = 0; r < p->jproc; r++) {
-        ycnt[r] = xs * p->kjsize * p->yj.n[r];
-        ydsp[r] = xs * p->kjsize * p->yj.s[r];
-        zcnt[r] = xs * p->jjsize * p->zj.n[r];
-        zdsp[r] = xs * p->jjsize * p->zj.s[r];
+    size_t x0 = (size_t)p->slab.s[unit];
+    if (p->tr[t].np == 1)
+        sd = 0;
+    if (t == P3_XY)
+        return sd == 0 ? p->xs[slot] : p->xr[slot];
+    return sd == 0 ? p->ya[slot] + x0 * (size_t)p->kjsize * (size_t)p->ny
+                   : p->zb[slot] + x0 * (size_t)p->jjsize * (size_t)p->nz;
+}
+
+fftw_complex *p3_tr_sbuf(const p3_t *p, int t, int dir, int slot, int unit)
+{
+    return side(p, t, dir == P3_FWD ? 0 : 1, slot, unit);
+}
+
+fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit)
+{
+    return side(p, t, dir == P3_FWD ? 1 : 0, slot, unit);
+}
+
+/* Counts and displacements in complex elements; c holds send counts, send
+ * displacements, receive counts and receive displacements, np each. */
+static void counts(const p3_t *p, int t, int dir, int unit, int *c)
+{
+    int n = p->tr[t].np, xs = p->slab.n[unit], r;
+    int *s0 = c + (dir == P3_FWD ? 0 : 2 * n), *s1 = c + (dir == P3_FWD ? 2 * n : 0);
+    for (r = 0; r < n; r++) {
+        if (t == P3_XY) {
+            s0[r] = p->xy_scnt[r];
+            s0[n + r] = p->xy_sdsp[r];
+            s1[r] = p->xy_rcnt[r];
+            s1[n + r] = p->xy_rdsp[r];
+        } else {
+            s0[r] = xs * p->kjsize * p->yj.n[r];
+            s0[n + r] = xs * p->kjsize * p->yj.s[r];
+            s1[r] = xs * p->jjsize * p->zj.n[r];
+            s1[n + r] = xs * p->jjsize * p->zj.s[r];
+        }
     }
 }
 
-static int offload_requests(p3_t *p)
+/* Side sd's bytes of one unit of transpose t. */
+static size_t side_bytes(const p3_t *p, int t, int sd, int unit)
 {
-    const size_t cplx = sizeof(fftw_complex);
-    int n = p->jproc, *c = malloc(sizeof(int) * 4 * (size_t)n), dir, slot, slab, r;
+    size_t xs = (size_t)(t == P3_XY ? p->iisize : p->slab.n[unit]);
+    if (t == P3_XY)
+        return sizeof(fftw_complex) * (sd == 0 ? (size_t)p->nxh * p->jisize * p->kjsize
+                                               : xs * p->ny * p->kjsize);
+    return sizeof(fftw_complex) * xs * (sd == 0 ? (size_t)p->kjsize * p->ny
+                                                : (size_t)p->jjsize * p->nz);
+}
+
+static int offload_requests(p3_t *p, int t)
+{
+    p3_tr_t *tr = &p->tr[t];
+    int n = tr->np, *c = malloc(sizeof(int) * 4 * (size_t)n), dir, slot, unit, r;
     size_t *b = malloc(sizeof(size_t) * 4 * (size_t)n);
     oc_status_t st = OC_OK;
 
@@ -56,25 +92,23 @@ static int offload_requests(p3_t *p)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the offload requests");
     }
     for (dir = 0; dir < 2 && st == OC_OK; dir++)
-        for (slot = 0; slot < P3_SLOTS && st == OC_OK; slot++)
-            for (slab = 0; slab < p->nslab && st == OC_OK; slab++) {
-                int xs = p->slab.n[slab];
-                size_t ybytes = (size_t)xs * p->kjsize * p->ny * cplx;
-                size_t zbytes = (size_t)xs * p->jjsize * p->nz * cplx;
-                yz_counts(p, dir, xs, c, c + n, c + 2 * n, c + 3 * n);
+        for (slot = 0; slot < slots(p, t) && st == OC_OK; slot++)
+            for (unit = 0; unit < units(p, t) && st == OC_OK; unit++) {
+                int sd = dir == P3_FWD ? 0 : 1;
+                counts(p, t, dir, unit, c);
                 for (r = 0; r < 4 * n; r++)
-                    b[r] = (size_t)c[r] * cplx;
-                st = oc_alltoallv_init(p->oc_team, p3_yz_sbuf(p, dir, slot, slab),
-                                       dir == P3_FWD ? ybytes : zbytes, b, b + n,
-                                       p3_yz_rbuf(p, dir, slot, slab),
-                                       dir == P3_FWD ? zbytes : ybytes, b + 2 * n, b + 3 * n,
-                                       &p->oc_req[dir][slot][slab]);
+                    b[r] = (size_t)c[r] * sizeof(fftw_complex);
+                st = oc_alltoallv_init(tr->team, p3_tr_sbuf(p, t, dir, slot, unit),
+                                       side_bytes(p, t, sd, unit), b, b + n,
+                                       p3_tr_rbuf(p, t, dir, slot, unit),
+                                       side_bytes(p, t, 1 - sd, unit), b + 2 * n, b + 3 * n,
+                                       &tr->req[dir][slot][unit]);
             }
     free(c);
     free(b);
     if (st != OC_OK)
-        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_alltoallv_init: %s: %s", oc_status_string(st),
-                       oc_last_error());
+        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_alltoallv_init (%s transpose): %s: %s",
+                       tr->name[P3_FWD], oc_status_string(st), oc_last_error());
     return P3DFFT_OK;
 }
 
@@ -88,9 +122,9 @@ typedef struct kept {
     struct kept *next;
     void *buf;
 } kept_t;
-static kept_t *kept; /* p3_yz_keep's buffers */
+static kept_t *kept; /* p3_tr_keep's buffers */
 
-void p3_yz_keep(void *buf)
+void p3_tr_keep(void *buf)
 {
     kept_t *k;
     if (buf == NULL)
@@ -137,87 +171,124 @@ static oc_status_t context(oc_context_t **ctx)
     return OC_OK;
 }
 
-int p3_yz_setup(p3_t *p)
+void p3_tr_init(p3_t *p)
 {
-    int s;
-    oc_status_t st;
-    if (p->jproc == 1)
-        return P3DFFT_OK;
-    for (s = 0; s < P3_SLOTS; s++) {
-        p->slot[s].scnt = malloc(sizeof(int) * 4 * (size_t)p->jproc);
-        if (p->slot[s].scnt == NULL)
-            return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z counts");
-        p->slot[s].sdsp = p->slot[s].scnt + p->jproc;
-        p->slot[s].rcnt = p->slot[s].sdsp + p->jproc;
-        p->slot[s].rdsp = p->slot[s].rcnt + p->jproc;
-        p->slot[s].mreq = MPI_REQUEST_NULL;
-        p->slot[s].active = 0;
+    static const char *const names[P3_NTR][2] = {{"X-Y", "Y-X"}, {"Y-Z", "Z-Y"}};
+    int t, s;
+    for (t = 0; t < P3_NTR; t++) {
+        p->tr[t].name[0] = names[t][0];
+        p->tr[t].name[1] = names[t][1];
+        p->tr[t].comm = t == P3_XY ? p->row : p->col;
+        p->tr[t].np = t == P3_XY ? p->iproc : p->jproc;
+        for (s = 0; s < P3_SLOTS; s++)
+            p->tr[t].slot[s].mreq = MPI_REQUEST_NULL;
     }
-    if (p->mode != P3_OFFLOAD)
-        return P3DFFT_OK;
-    /* A rank whose context failed still takes part in the team's creation,
-       which then fails on every rank of COL instead of leaving the others in it. */
-    if ((st = context(&p->oc_ctx)) != OC_OK) {
-        int rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init: %s: %s", oc_status_string(st),
-                         oc_last_error());
-        oc_team_create_mpi(NULL, p->col, &p->oc_team);
-        return rc;
-    }
-    if ((st = oc_team_create_mpi(p->oc_ctx, p->col, &p->oc_team)) != OC_OK)
-        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_create_mpi (COL): %s: %s",
-                       oc_status_string(st), oc_last_error());
-    return offload_requests(p);
 }
 
-int p3_yz_teardown(p3_t *p)
+static int slots_init(p3_t *p, int t)
 {
-    int dir, slot, slab, rc = P3DFFT_OK;
-    for (dir = 0; dir < 2; dir++)
-        for (slot = 0; slot < P3_SLOTS; slot++)
-            for (slab = 0; slab < P3_MAX_SLABS; slab++)
-                if (p->oc_req[dir][slot][slab] != NULL) {
-                    if (oc_request_free(p->oc_req[dir][slot][slab]) != OC_OK)
-                        rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_request_free: %s", oc_last_error());
-                    p->oc_req[dir][slot][slab] = NULL;
-                }
-    if (p->oc_team != NULL && oc_team_free(p->oc_team) != OC_OK)
-        rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_free: %s", oc_last_error());
-    p->oc_team = NULL;
-    p->oc_ctx = NULL;
-    for (slot = 0; slot < P3_SLOTS; slot++) {
-        free(p->slot[slot].scnt);
-        p->slot[slot].scnt = NULL;
+    p3_tr_t *tr = &p->tr[t];
+    int s;
+    for (s = 0; s < P3_SLOTS; s++) {
+        p3_slot_t *sl = &tr->slot[s];
+        if ((sl->scnt = malloc(sizeof(int) * 4 * (size_t)tr->np)) == NULL)
+            return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the %s counts", tr->name[0]);
+        sl->sdsp = sl->scnt + tr->np;
+        sl->rcnt = sl->sdsp + tr->np;
+        sl->rdsp = sl->rcnt + tr->np;
+        sl->mreq = MPI_REQUEST_NULL;
+        sl->active = 0;
     }
+    return P3DFFT_OK;
+}
+
+/* A transpose with one rank moves nothing: no counts, team or requests. */
+int p3_tr_setup(p3_t *p)
+{
+    int t, rc = P3DFFT_OK;
+    oc_status_t st;
+    for (t = 0; t < P3_NTR && rc == P3DFFT_OK; t++)
+        if (p->tr[t].np > 1)
+            rc = slots_init(p, t);
+    if (p->mode != P3_OFFLOAD)
+        return rc;
+    /* A rank that failed still takes part in each team's creation, which then
+       fails on every rank of that communicator instead of leaving the others
+       in it. */
+    if (rc == P3DFFT_OK && (st = context(&p->oc_ctx)) != OC_OK)
+        rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init: %s: %s", oc_status_string(st),
+                     oc_last_error());
+    for (t = 0; t < P3_NTR; t++) {
+        p3_tr_t *tr = &p->tr[t];
+        if (tr->np == 1)
+            continue;
+        st = oc_team_create_mpi(rc == P3DFFT_OK ? p->oc_ctx : NULL, tr->comm, &tr->team);
+        if (rc == P3DFFT_OK && st != OC_OK)
+            rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_create_mpi (%s): %s: %s",
+                         t == P3_XY ? "ROW" : "COL", oc_status_string(st), oc_last_error());
+    }
+    for (t = 0; t < P3_NTR && rc == P3DFFT_OK; t++)
+        if (p->tr[t].np > 1)
+            rc = offload_requests(p, t);
     return rc;
 }
 
-int p3_yz_start(p3_t *p, int dir, int slot, int slab)
+int p3_tr_teardown(p3_t *p)
 {
-    p3_slot_t *sl = &p->slot[slot];
-    fftw_complex *sbuf = p3_yz_sbuf(p, dir, slot, slab), *rbuf = p3_yz_rbuf(p, dir, slot, slab);
+    int t, dir, slot, unit, rc = P3DFFT_OK;
+    for (t = 0; t < P3_NTR; t++) {
+        p3_tr_t *tr = &p->tr[t];
+        for (dir = 0; dir < 2; dir++)
+            for (slot = 0; slot < P3_SLOTS; slot++)
+                for (unit = 0; unit < P3_MAX_SLABS; unit++)
+                    if (tr->req[dir][slot][unit] != NULL) {
+                        if (oc_request_free(tr->req[dir][slot][unit]) != OC_OK)
+                            rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_request_free: %s",
+                                         oc_last_error());
+                        tr->req[dir][slot][unit] = NULL;
+                    }
+        if (tr->team != NULL && oc_team_free(tr->team) != OC_OK)
+            rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_free: %s", oc_last_error());
+        tr->team = NULL;
+        for (slot = 0; slot < P3_SLOTS; slot++) {
+            free(tr->slot[slot].scnt);
+            tr->slot[slot].scnt = NULL;
+        }
+    }
+    p->oc_ctx = NULL;
+    return rc;
+}
+
+int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit)
+{
+    p3_tr_t *tr = &p->tr[t];
+    p3_slot_t *sl = &tr->slot[slot];
+    fftw_complex *sbuf = p3_tr_sbuf(p, t, dir, slot, unit);
+    fftw_complex *rbuf = p3_tr_rbuf(p, t, dir, slot, unit);
     oc_status_t st;
 
-    if (p->jproc == 1)
+    if (tr->np == 1)
         return P3DFFT_OK;
     sl->dir = dir;
-    sl->slab = slab;
+    sl->unit = unit;
     switch (p->mode) {
     case P3_BLOCKING:
     case P3_MPI_NB:
-        yz_counts(p, dir, p->slab.n[slab], sl->scnt, sl->sdsp, sl->rcnt, sl->rdsp);
+        counts(p, t, dir, unit, sl->scnt);
         if (p->mode == P3_BLOCKING) {
             if (MPI_Alltoallv(sbuf, sl->scnt, sl->sdsp, MPI_C_DOUBLE_COMPLEX, rbuf, sl->rcnt,
-                              sl->rdsp, MPI_C_DOUBLE_COMPLEX, p->col) != MPI_SUCCESS)
-                return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (Y-Z transpose) failed");
+                              sl->rdsp, MPI_C_DOUBLE_COMPLEX, tr->comm) != MPI_SUCCESS)
+                return p3_fail(P3DFFT_ERR_MPI, "MPI_Alltoallv (%s transpose) failed",
+                               tr->name[dir]);
             return P3DFFT_OK;
         }
         if (MPI_Ialltoallv(sbuf, sl->scnt, sl->sdsp, MPI_C_DOUBLE_COMPLEX, rbuf, sl->rcnt,
-                           sl->rdsp, MPI_C_DOUBLE_COMPLEX, p->col, &sl->mreq) != MPI_SUCCESS)
-            return p3_fail(P3DFFT_ERR_MPI, "MPI_Ialltoallv (Y-Z transpose) failed");
+                           sl->rdsp, MPI_C_DOUBLE_COMPLEX, tr->comm, &sl->mreq) != MPI_SUCCESS)
+            return p3_fail(P3DFFT_ERR_MPI, "MPI_Ialltoallv (%s transpose) failed", tr->name[dir]);
         break;
     case P3_OFFLOAD:
-        if ((st = oc_start(p->oc_req[dir][slot][slab])) != OC_OK)
-            return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_start (Y-Z transpose): %s: %s",
+        if ((st = oc_start(tr->req[dir][slot][unit])) != OC_OK)
+            return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_start (%s transpose): %s: %s", tr->name[dir],
                            oc_status_string(st), oc_last_error());
         break;
     default:
@@ -228,44 +299,51 @@ int p3_yz_start(p3_t *p, int dir, int slot, int slab)
 }
 
 /* Completes slot's transpose; a failure is recorded (p3_fail) unless quiet. */
-static int slot_wait(p3_t *p, int slot, int quiet)
+static int slot_wait(p3_t *p, int t, int slot, int quiet)
 {
-    p3_slot_t *sl = &p->slot[slot];
+    p3_tr_t *tr = &p->tr[t];
+    p3_slot_t *sl = &tr->slot[slot];
     oc_status_t st;
-    if (p->jproc == 1 || !sl->active)
+    if (tr->np == 1 || !sl->active)
         return P3DFFT_OK;
     sl->active = 0;
     if (p->mode == P3_OFFLOAD) {
-        if ((st = oc_wait(p->oc_req[sl->dir][slot][sl->slab])) != OC_OK) {
+        if ((st = oc_wait(tr->req[sl->dir][slot][sl->unit])) != OC_OK) {
             p->oc_failed = 1;
             return quiet ? P3DFFT_ERR_OFFLOAD
-                         : p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (Y-Z transpose): %s: %s",
-                                   oc_status_string(st), oc_last_error());
+                         : p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (%s transpose): %s: %s",
+                                   tr->name[sl->dir], oc_status_string(st), oc_last_error());
         }
     } else if (MPI_Wait(&sl->mreq, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-        return quiet ? P3DFFT_ERR_MPI : p3_fail(P3DFFT_ERR_MPI, "MPI_Wait (Y-Z transpose) failed");
+        return quiet ? P3DFFT_ERR_MPI
+                     : p3_fail(P3DFFT_ERR_MPI, "MPI_Wait (%s transpose) failed",
+                               tr->name[sl->dir]);
     }
     return P3DFFT_OK;
 }
 
-int p3_yz_wait(p3_t *p, int slot)
+int p3_tr_wait(p3_t *p, int t, int slot)
 {
-    return slot_wait(p, slot, 0);
+    return slot_wait(p, t, slot, 0);
 }
 
-void p3_yz_drain(p3_t *p)
+void p3_tr_drain(p3_t *p)
 {
-    int s;
-    for (s = 0; s < P3_SLOTS; s++)
-        (void)slot_wait(p, s, 1);
+    int t, s;
+    for (t = 0; t < P3_NTR; t++)
+        for (s = 0; s < P3_SLOTS; s++)
+            (void)slot_wait(p, t, s, 1);
 }
 
-void p3_yz_progress(p3_t *p)
+void p3_tr_progress(p3_t *p)
 {
-    int s, done;
+    int t, s, done;
     if (p->mode != P3_MPI_NB)
         return;
-    for (s = 0; s < P3_SLOTS; s++)
-        if (p->slot[s].active && p->slot[s].mreq != MPI_REQUEST_NULL)
-            MPI_Test(&p->slot[s].mreq, &done, MPI_STATUS_IGNORE);
+    for (t = 0; t < P3_NTR; t++)
+        for (s = 0; s < P3_SLOTS; s++) {
+            p3_slot_t *sl = &p->tr[t].slot[s];
+            if (sl->active && sl->mreq != MPI_REQUEST_NULL)
+                MPI_Test(&sl->mreq, &done, MPI_STATUS_IGNORE);
+        }
 }

@@ -14,10 +14,11 @@
  * communicators return MPI errors; disagreeing set-up arguments; the
  * timers and the chosen mode and slab count across Cp3dfft_clean; the mode
  * P3DFFT_TRANSPOSE chooses where no call has.
- * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose in
- * offload mode, so rank 0's times out and names it; both clean up and
- * finalize (under ASan: the failed transpose's buffers are kept until
- * MPI_Finalize, when offcoll's context goes).
+ * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose
+ * (dims 1x2; --late xy: the X-Y transpose, dims 2x1) in offload mode, so rank
+ * 0's times out and names it; both clean up and finalize (under ASan: the
+ * failed transpose's buffers are kept until MPI_Finalize, when offcoll's
+ * context goes).
  */
 #include <complex.h>
 #include <fftw3.h>
@@ -540,8 +541,9 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MP
     return rc;
 }
 
-/* Over TCP, where rank 0's messages to the late rank stay in its backend. */
-static void late_case(void)
+/* Over TCP, where rank 0's messages to the late rank stay in its backend.
+ * xy: the grid is 2x1, so the X-Y transpose is the one that times out. */
+static void late_case(int xy)
 {
     static const int n[3] = {32, 32, 32};
     unsigned char op[] = "fft";
@@ -550,11 +552,14 @@ static void late_case(void)
     grid_t g;
     int rc;
 
-    snprintf(tag, sizeof(tag), "32^3 dims 1x2 offload, rank 1 late to a transform");
+    const char *name = xy ? "X-Y transpose" : "Y-Z transpose";
+
+    snprintf(tag, sizeof(tag), "32^3 dims %s offload, rank 1 late to a transform",
+             xy ? "2x1" : "1x2");
     setenv("OC_TIMEOUT_S", "1", 1);
     setenv("OC_INTRANODE", "loopback", 1);
     CHECK_P3(Cp3dfft_set_transpose("offload"));
-    if (setup(&g, 1, nproc, n) != 0)
+    if (setup(&g, xy ? nproc : 1, xy ? 1 : nproc, n) != 0)
         return;
     in = fftw_malloc(rsize(&g) * sizeof(double));
     out = fftw_malloc(csize(&g) * sizeof(fftw_complex));
@@ -562,7 +567,7 @@ static void late_case(void)
     late_allreduce = rank == 1;
     rc = Cp3dfft_ftran_r2c(in, (double *)out, op);
     if (rank == 0) {
-        CHECK(rc != 0 && strstr(Cp3dfft_last_error(), "Y-Z transpose") != NULL &&
+        CHECK(rc != 0 && strstr(Cp3dfft_last_error(), name) != NULL &&
                   strstr(Cp3dfft_last_error(), "OC_ERR_TIMEOUT") != NULL &&
                   strstr(Cp3dfft_last_error(), "never took part: 1") != NULL,
               "the transform returned %d: %s", rc, Cp3dfft_last_error());
@@ -588,7 +593,7 @@ int main(int argc, char **argv)
     setenv("P3DFFT_FFTW_FLAG", "estimate", 0); /* planning time is not under test */
     if (argc > 1 && strcmp(argv[1], "--late") == 0) {
         if (nproc == 2)
-            late_case();
+            late_case(argc > 2 && strcmp(argv[2], "xy") == 0);
         else if (rank == 0)
             printf("test_p3dfft --late: SKIP: needs 2 ranks\n");
         return check_finish("test_p3dfft --late");
