@@ -210,7 +210,8 @@ int p3_tr_setup(p3_t *p)
     for (t = 0; t < P3_NTR && rc == P3DFFT_OK; t++)
         if (p->tr[t].np > 1)
             rc = slots_init(p, t);
-    if (p->mode != P3_OFFLOAD)
+    /* one rank: no context, so no progress thread, for nothing to move */
+    if (p->mode != P3_OFFLOAD || (p->tr[P3_XY].np == 1 && p->tr[P3_YZ].np == 1))
         return rc;
     /* A rank that failed still takes part in each team's creation, which then
        fails on every rank of that communicator instead of leaving the others

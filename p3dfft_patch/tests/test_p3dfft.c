@@ -13,7 +13,8 @@
  * (in == out, nv = 1 and 3) on arrays sized by memsize; the library's
  * communicators return MPI errors; disagreeing set-up arguments; the
  * timers and the chosen mode and slab count across Cp3dfft_clean; the mode
- * P3DFFT_TRANSPOSE chooses where no call has.
+ * P3DFFT_TRANSPOSE chooses where no call has; on one rank, that offload mode
+ * (nothing to move) started no offcoll progress thread.
  * With --late (2 ranks): rank 1 comes late to a transform's Y-Z transpose
  * (dims 1x2; --late xy: the X-Y transpose, dims 2x1) in offload mode, so rank
  * 0's times out and names it; both clean up and finalize (under ASan: the
@@ -21,6 +22,7 @@
  * context goes).
  */
 #include <complex.h>
+#include <dirent.h>
 #include <fftw3.h>
 #include <math.h>
 #include <unistd.h>
@@ -579,6 +581,26 @@ static void late_case(int xy)
     fftw_free(out);
 }
 
+/* The threads of this process named "offcoll-pe": offcoll's progress threads. */
+static int progress_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char path[300], name[32] = "";
+        FILE *f;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        if (e->d_name[0] == '.' || (f = fopen(path, "r")) == NULL)
+            continue;
+        n += fgets(name, sizeof(name), f) != NULL && strncmp(name, "offcoll-pe", 10) == 0;
+        fclose(f);
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
@@ -661,5 +683,10 @@ int main(int argc, char **argv)
             for (v = 0; v < 3; v++)
                 fftw_free(refs[z][v]);
     }
+    /* Offload mode with nothing to move (one rank) starts no offcoll context. */
+    snprintf(tag, sizeof(tag), "1 rank, after every offload case");
+    if (nproc == 1)
+        CHECK(progress_threads() == 0, "%d offcoll progress threads with nothing to move",
+              progress_threads());
     return check_finish("test_p3dfft");
 }
