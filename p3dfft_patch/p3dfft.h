@@ -1,7 +1,8 @@
 /*
  * P3DFFT 2.7-compatible parallel 3D real-to-complex FFT (double precision),
- * with the Y-Z transpose pipelined against the FFTs and, in "offload" mode,
- * progressed by offcoll's progress thread.
+ * with the Y-Z transpose (and, across variables, the X-Y transpose) pipelined
+ * against the FFTs and, in "offload" mode, progressed by offcoll's progress
+ * thread.
  *
  * Compatible with the C API of P3DFFT 2.7: same calls, arguments, processor
  * grid, communicators, memory layouts, 1-based Fortran-order index ranges and
@@ -44,9 +45,9 @@ enum {
  *  6 unpack X-Y + FFT Y        7 unpack Y-Z + FFT Z
  *  8 FFT Z + pack Z-Y          9 inverse FFT Y + pack Y-X
  * 10 unpack Y-X               11 FFT c2r X
- * In the pipelined modes, timers 1 and 2 hold only the time spent waiting
- * for a transpose, i.e. what the overlap did not hide. Seconds, summed over
- * calls since Cset_timers. */
+ * In the pipelined modes, timers 0 to 3 hold the time spent starting and
+ * waiting for a transpose, i.e. what the overlap did not hide. Seconds,
+ * summed over calls since Cset_timers. */
 #define P3DFFT_NTIMERS 12
 
 /* dims = {iproc, jproc}, product = size of the communicator whose Fortran
@@ -97,9 +98,10 @@ int Cget_timers(double *timers);
 /* Detail of the last failure ("" if none). Owned by the library. */
 const char *Cp3dfft_last_error(void);
 
-/* Y-Z transpose mode: "blocking" (MPI_Alltoallv), "mpi_nb" (MPI_Ialltoallv
- * tested between FFT chunks) or "offload" (offcoll persistent alltoallv on the
- * COL team, progressed by its progress thread). The choice overrides
+/* Transpose mode, of the X-Y and the Y-Z transpose: "blocking"
+ * (MPI_Alltoallv), "mpi_nb" (MPI_Ialltoallv tested between FFT chunks) or
+ * "offload" (offcoll persistent alltoallv on ROW and COL teams, progressed by
+ * its progress thread). The choice overrides
  * P3DFFT_TRANSPOSE at every later setup (Cp3dfft_clean keeps it); after setup
  * the call is collective and sets up or releases what the mode needs. */
 int Cp3dfft_set_transpose(const char *mode);

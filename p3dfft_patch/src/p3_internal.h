@@ -40,8 +40,9 @@ typedef struct {
 typedef enum { P3_OP_FFT = 0, P3_OP_NONE, P3_OP_COS, P3_OP_SIN } p3_op_t;
 
 /* One FFTW stage: a 1D transform (or, skipped, a copy) along dim, repeated
- * over how[0] x how[1] lines; executed in chunks of how[0], with the Y-Z
- * transport progressed between chunks. Strides in elements of each side.
+ * over how[0] x how[1] lines; executed in chunks of how[0], with the
+ * transposes in flight progressed between chunks. Strides in elements of each
+ * side.
  * P3_R2R_COS and P3_R2R_SIN read and write complex arrays (strides in complex
  * elements, as c2c) and apply FFTW's REDFT00 or RODFT00 of dim.n points to
  * the real parts and to the imaginary parts separately. */

@@ -228,9 +228,15 @@ int p3_tr_setup(p3_t *p)
             rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_create_mpi (%s): %s: %s",
                          t == P3_XY ? "ROW" : "COL", oc_status_string(st), oc_last_error());
     }
-    for (t = 0; t < P3_NTR && rc == P3DFFT_OK; t++)
-        if (p->tr[t].np > 1)
-            rc = offload_requests(p, t);
+    /* Request set-up is collective over each team, and a failure spreads only
+       within its team: a rank that failed elsewhere still makes the requests
+       of every team it is in, so that no member of that team waits for it. */
+    for (t = 0; t < P3_NTR; t++)
+        if (p->tr[t].team != NULL) {
+            int trc = offload_requests(p, t);
+            if (rc == P3DFFT_OK)
+                rc = trc;
+        }
     return rc;
 }
 

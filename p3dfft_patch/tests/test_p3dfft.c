@@ -19,10 +19,13 @@
  * (dims 1x2; --late xy: the X-Y transpose, dims 2x1) in offload mode, so rank
  * 0's times out and names it; both clean up and finalize (under ASan: the
  * failed transpose's buffers are kept until MPI_Finalize, when offcoll's
- * context goes).
+ * context goes). With --bad-init (4 ranks, 2x2, offload): the first
+ * offcoll request of ROW 0 fails there (an oc_alltoallv_init defined here);
+ * every rank's set-up fails, well before OC_TIMEOUT_S.
  */
 #include <complex.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fftw3.h>
 #include <math.h>
 #include <unistd.h>
@@ -581,6 +584,51 @@ static void late_case(int xy)
     fftw_free(out);
 }
 
+/* Makes the next oc_alltoallv_init of this rank fail without calling it:
+ * the library's own calls come here (the executable's definition comes first
+ * in symbol lookup), the others go on to offcoll's. */
+static int fail_next_init;
+
+oc_status_t oc_alltoallv_init(oc_team_t *team, const void *sbuf, size_t sbuf_bytes,
+                              const size_t *scounts, const size_t *sdispls, void *rbuf,
+                              size_t rbuf_bytes, const size_t *rcounts, const size_t *rdispls,
+                              oc_request_t **req)
+{
+    oc_status_t (*real)(oc_team_t *, const void *, size_t, const size_t *, const size_t *,
+                        void *, size_t, const size_t *, const size_t *, oc_request_t **);
+    if (fail_next_init) {
+        fail_next_init = 0;
+        return OC_ERR_NO_MEMORY;
+    }
+    *(void **)&real = dlsym(RTLD_NEXT, "oc_alltoallv_init");
+    return real(team, sbuf, sbuf_bytes, scounts, sdispls, rbuf, rbuf_bytes, rcounts, rdispls,
+                req);
+}
+
+/* 2x2 offload: the first request of ROW 0 (ranks 0 and 1, an X-Y request)
+ * fails there; ROW 1's succeed. Request set-up is collective per team, so
+ * ranks 0 and 1 must still set up their Y-Z requests with ranks 2 and 3 on
+ * COL: every set-up fails at once, none waits until OC_TIMEOUT_S. */
+static void bad_init_case(void)
+{
+    static const int n[3] = {16, 16, 16};
+    int dims[2] = {2, 2}, mem[3], rc;
+    double t;
+
+    snprintf(tag, sizeof(tag), "16^3 dims 2x2 offload, an X-Y request fails on ROW 0");
+    setenv("OC_TIMEOUT_S", "20", 1);
+    CHECK_P3(Cp3dfft_set_transpose("offload"));
+    fail_next_init = rank < 2;
+    t = MPI_Wtime();
+    rc = Cp3dfft_setup(dims, n[0], n[1], n[2], MPI_Comm_c2f(MPI_COMM_WORLD), n[0], n[1], n[2], 0,
+                       mem);
+    t = MPI_Wtime() - t;
+    CHECK(rc != 0, "set-up succeeded");
+    CHECK(rank >= 2 || strstr(Cp3dfft_last_error(), "oc_alltoallv_init (X-Y") != NULL,
+          "rank %d: %s", rank, Cp3dfft_last_error());
+    CHECK(t < 10, "set-up took %.1f s to fail (OC_TIMEOUT_S is 20): %s", t, Cp3dfft_last_error());
+}
+
 /* The threads of this process named "offcoll-pe": offcoll's progress threads. */
 static int progress_threads(void)
 {
@@ -619,6 +667,13 @@ int main(int argc, char **argv)
         else if (rank == 0)
             printf("test_p3dfft --late: SKIP: needs 2 ranks\n");
         return check_finish("test_p3dfft --late");
+    }
+    if (argc > 1 && strcmp(argv[1], "--bad-init") == 0) {
+        if (nproc == 4)
+            bad_init_case();
+        else if (rank == 0)
+            printf("test_p3dfft --bad-init: SKIP: needs 4 ranks\n");
+        return check_finish("test_p3dfft --bad-init");
     }
 
     check_errors();
