@@ -24,7 +24,6 @@
  * every rank's set-up fails, well before OC_TIMEOUT_S.
  */
 #include <complex.h>
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fftw3.h>
 #include <math.h>
@@ -32,6 +31,7 @@
 
 #include "mpi_check.h"
 #include "p3dfft.h"
+#include "pe_threads.h"
 
 static int rank, nproc;
 static char tag[160]; /* the case, printed with every failed check */
@@ -629,26 +629,6 @@ static void bad_init_case(void)
     CHECK(t < 10, "set-up took %.1f s to fail (OC_TIMEOUT_S is 20): %s", t, Cp3dfft_last_error());
 }
 
-/* The threads of this process named "offcoll-pe": offcoll's progress threads. */
-static int progress_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int n = 0;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], name[32] = "";
-        FILE *f;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        if (e->d_name[0] == '.' || (f = fopen(path, "r")) == NULL)
-            continue;
-        n += fgets(name, sizeof(name), f) != NULL && strncmp(name, "offcoll-pe", 10) == 0;
-        fclose(f);
-    }
-    if (d != NULL)
-        closedir(d);
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
@@ -741,7 +721,7 @@ int main(int argc, char **argv)
     /* Offload mode with nothing to move (one rank) starts no offcoll context. */
     snprintf(tag, sizeof(tag), "1 rank, after every offload case");
     if (nproc == 1)
-        CHECK(progress_threads() == 0, "%d offcoll progress threads with nothing to move",
-              progress_threads());
+        CHECK(pe_thread_ids(NULL, 0) == 0, "%d offcoll progress threads with nothing to move",
+              pe_thread_ids(NULL, 0));
     return check_finish("test_p3dfft");
 }

@@ -4,7 +4,6 @@
  * oc_context_progress_info. Needs two CPUs in the process's set for the
  * binding cases; with one they say SKIP.
  */
-#include <dirent.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +16,7 @@
 
 #include "oc_pe.h"
 #include "offcoll.h"
+#include "pe_threads.h"
 
 static cpu_set_t own; /* the process's CPUs when the test starts */
 static int lo, hi;    /* its first and last */
@@ -26,28 +26,15 @@ static int lo, hi;    /* its first and last */
  * last, where given. */
 static int pe_threads_on(const cpu_set_t *want, cpu_set_t *last)
 {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL) {
-        char path[300], comm[32] = "";
+    int tids[64], n = pe_thread_ids(tids, 64), found = 0, i;
+    assert_true(n >= 0 && n <= 64);
+    for (i = 0; i < n; i++) {
         cpu_set_t set;
-        FILE *f;
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(comm, sizeof(comm), f) != NULL && strcmp(comm, "offcoll-pe\n") == 0) {
-            assert_int_equal(sched_getaffinity(atoi(e->d_name), sizeof(set), &set), 0);
-            found += want == NULL || CPU_EQUAL(&set, want);
-            if (last != NULL)
-                *last = set;
-        }
-        fclose(f);
+        assert_int_equal(sched_getaffinity(tids[i], sizeof(set), &set), 0);
+        found += want == NULL || CPU_EQUAL(&set, want);
+        if (last != NULL)
+            *last = set;
     }
-    closedir(d);
     return found;
 }
 
