@@ -50,6 +50,15 @@ static int xslot(const p3_t *p, int j)
     return j % p->xslots;
 }
 
+/* 1 where the X-Y transpose is pipelined across variables: forward, variable
+ * j+1's FFT-x runs while j's X-Y transpose is in flight; backward, a
+ * variable's c2r waits until the next one's Y-X has started. With one X-Y
+ * slot, FFT-x would overwrite what FFT-y has still to read: 0. */
+static int x_ahead(const p3_t *p)
+{
+    return p->xslots > 1;
+}
+
 /* Plane k (of kjsize) of the FFT-x side, (nxh, jisize), between p->line and
  * X-Y side 0 of slot xsl (block i is (xn_i, jisize, kjsize)).
  * to_blocks: line -> blocks (forward). */
@@ -216,9 +225,7 @@ static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_o
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3])
 {
-    /* ahead: variable j+1's FFT-x runs while j's X-Y transpose is in flight;
-     * with one X-Y slot, FFT-x would overwrite what FFT-y has still to read */
-    int ahead = p->xslots > 1, j, s, u = 0, rc;
+    int ahead = x_ahead(p), j, s, u = 0, rc;
     double t;
     if (ahead && (rc = fwd_x_start(p, in, 0)))
         return rc;
@@ -301,11 +308,11 @@ static int bwd_x_finish(p3_t *p, int xsl, double *out)
 
 /* Mirrors fwd_y_start: FFT-y of unit u writes the Y-pencil packed along Y.
  * After a variable's last slab its Y-X transpose starts, and the c2r of the
- * variable `ahead` before it follows (0: this one; 1: the one before, whose
+ * variable x_ahead before it follows (0: this one; 1: the one before, whose
  * Y-X has had this variable's work to complete in). */
-static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip, int ahead)
+static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip)
 {
-    int slot = u % P3_SLOTS, s = u % p->nslab, j = u / p->nslab;
+    int slot = u % P3_SLOTS, s = u % p->nslab, j = u / p->nslab, ahead = x_ahead(p);
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc, k;
     fftw_complex *rbuf = p3_tr_rbuf(p, P3_YZ, P3_BWD, slot, s);
     p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
@@ -339,15 +346,15 @@ static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip, 
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
                 size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int ahead = p->xslots > 1, j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
+    int j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
     for (j = 0; j < nv; j++)
         for (s = 0; s < p->nslab; s++, u++) {
             if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, op[2])))
                 return rc;
-            if (u > 0 && (rc = bwd_finish(p, u - 1, out, out_stride, yskip, ahead)))
+            if (u > 0 && (rc = bwd_finish(p, u - 1, out, out_stride, yskip)))
                 return rc;
         }
-    if ((rc = bwd_finish(p, u - 1, out, out_stride, yskip, ahead)) || !ahead)
+    if ((rc = bwd_finish(p, u - 1, out, out_stride, yskip)) || !x_ahead(p))
         return rc;
     return bwd_x_finish(p, xslot(p, nv - 1), out + (size_t)(nv - 1) * out_stride);
 }
