@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "awp_error.h"
+#include "exchange_faces.h"
 #include "awp_sim.h"
 #include "mpi_check.h"
 
@@ -56,20 +57,19 @@ static void result_free(result_t *r)
         free(r->field[f]);
 }
 
-/* The bytes of the faces this rank has sent in s's steps: every field once
- * a step, across the axes its readers need, to each neighbour there. */
+/* The bytes of the faces this rank has sent in s's steps: every field's
+ * faces (those with a neighbour) once a step, as the MPI modes pack them. */
 static uint64_t face_bytes(const awp_sim_t *s)
 {
-    const awp_grid_t *g = &s->g;
+    awp_face_t face[6];
     uint64_t bytes = 0;
-    int f, d, dir;
-    for (f = 0; f < AWP_NFIELDS; f++)
-        for (d = 0; d < 3; d++)
-            for (dir = -1; dir <= 1; dir += 2)
-                if ((awp_exchange_axes((awp_field_t)f) >> d & 1) &&
-                    awp_grid_neighbor(g, d, dir) != MPI_PROC_NULL)
-                    bytes += (uint64_t)AWP_GHOST * (uint64_t)g->n[(d + 1) % 3] *
-                             (uint64_t)g->n[(d + 2) % 3] * sizeof(float);
+    int f, i;
+    for (f = 0; f < AWP_NFIELDS; f++) {
+        awp_faces_init(&s->g, (awp_field_t)f, face);
+        for (i = 0; i < 6; i++)
+            if (face[i].peer != MPI_PROC_NULL)
+                bytes += (uint64_t)face[i].count * sizeof(float);
+    }
     return bytes * (uint64_t)s->step;
 }
 
