@@ -6,7 +6,8 @@
  * With --loopback, each rank's offload runs must also have handed all their
  * faces to the network: with OC_INTRANODE=loopback, offcoll may not reach a
  * neighbour through shared memory, which would copy the faces instead (and
- * give the same wavefields).
+ * give the same wavefields); in the MPI modes awp_sim_network_bytes must fail,
+ * naming the mode.
  *
  *   mpirun -np N test_awp_bitwise [--loopback] SCENARIO MODES GRID...
  *   (MODES: comma-separated, e.g. two-sided,offload; GRID: px,py,pz)
@@ -74,7 +75,8 @@ static uint64_t face_bytes(const awp_sim_t *s)
 }
 
 /* Runs sc over comm; rank 0 of comm gets the traces and fields in *r. With
- * loopback, the faces must have gone to the network. */
+ * loopback, the faces must have gone to the network in the offload mode, and
+ * the MPI modes, which cannot count, must say so. */
 static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r, int loopback)
 {
     static awp_sim_t s;
@@ -88,7 +90,12 @@ static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r, int loopbac
         rc = awp_sim_step(&s);
     if (rc == 0)
         rc = awp_sim_finish(&s);
-    if (rc == 0 && loopback && (rc = awp_sim_network_bytes(&s, &sent)) == 0)
+    if (rc == 0 && loopback && sc->mode != AWP_MODE_OFFLOAD)
+        CHECK(awp_sim_network_bytes(&s, &sent) != 0 &&
+                  strstr(awp_last_error(), awp_mode_name(sc->mode)) != NULL,
+              "mode %s: the network count did not fail naming the mode: %s",
+              awp_mode_name(sc->mode), awp_last_error());
+    else if (rc == 0 && loopback && (rc = awp_sim_network_bytes(&s, &sent)) == 0)
         CHECK(sent >= face_bytes(&s),
               "%" PRIu64 " bytes went to the network, fewer than the faces' %" PRIu64
               ": shared memory carried them, not the loopback path",
@@ -179,7 +186,7 @@ int main(int argc, char **argv)
             if (rank == 0)
                 result_poison(&got, &sc);
             if (rc == 0)
-                rc = run(&par, MPI_COMM_WORLD, &got, loopback && par.mode == AWP_MODE_OFFLOAD);
+                rc = run(&par, MPI_COMM_WORLD, &got, loopback);
             CHECK(rc == 0, "%s", awp_last_error());
             if (rc != 0 || rank != 0)
                 continue;
