@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "awp_error.h"
+#include "awp_fp.h"
 #include "awp_output.h"
 #include "awp_sim.h"
 
@@ -35,6 +36,7 @@ typedef struct {
     int steps, warmup;
     int use[AWP_MODE_COUNT];
     const char *csv, *png;
+    int flush; /* subnormals flushed to zero in the steps: 1, 0, or -1 for the scenario default */
 } opts_t;
 
 typedef struct {
@@ -49,6 +51,8 @@ static void usage(FILE *f)
                "  --steps S      timed steps per mode and size (default 100)\n"
                "  --warmup W     untimed steps before them (default 10)\n"
                "  --modes LIST   comma-separated: two-sided,offload,rma (default all)\n"
+               "  --denormals flush|keep  subnormal floats in the steps (default: flush\n"
+               "                 where the CPU can; keep shows what they cost)\n"
                "  --csv PATH     append one row per mode and size\n"
                "  --png PATH     plot the whole CSV (needs --csv)\n");
 }
@@ -79,7 +83,7 @@ static int parse_int_list(const char *s, int *out, int max, int *count)
 static int parse_opts(int argc, char **argv, opts_t *o)
 {
     int i, m;
-    *o = (opts_t){{96}, 1, 100, 10, {1, 1, 1}, NULL, NULL};
+    *o = (opts_t){{96}, 1, 100, 10, {1, 1, 1}, NULL, NULL, -1};
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end;
@@ -110,6 +114,12 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             }
             if (modes_used(o) == 0) /* it would run nothing and look like success */
                 return awp_fail("--modes '%s' names no mode (two-sided, offload, rma)", v);
+        } else if (strcmp(a, "--denormals") == 0) {
+            if (strcmp(v, "flush") != 0 && strcmp(v, "keep") != 0)
+                return awp_fail("--denormals: expected flush or keep, got '%s'", v);
+            o->flush = v[0] == 'f';
+            if (o->flush && !awp_fp_flush_available())
+                return awp_fail("--denormals flush: this CPU cannot flush subnormals");
         } else if (strcmp(a, "--csv") == 0)
             o->csv = v;
         else if (strcmp(a, "--png") == 0)
@@ -123,7 +133,8 @@ static int parse_opts(int argc, char **argv, opts_t *o)
 }
 
 /* The benchmark's scenario for n^3 cells per rank on dims. */
-static void scenario(awp_scenario_t *sc, int n, const int dims[3], awp_mode_t mode, int steps)
+static void scenario(awp_scenario_t *sc, int n, const int dims[3], awp_mode_t mode, int steps,
+                     int flush)
 {
     int d;
     awp_scenario_defaults(sc, "bench");
@@ -142,6 +153,8 @@ static void scenario(awp_scenario_t *sc, int n, const int dims[3], awp_mode_t mo
     sc->source.param = 2.0;
     sc->source.moment[3] = 1; /* xy double couple */
     sc->mode = mode;
+    if (flush >= 0)
+        sc->flush_denormals = flush;
 }
 
 /* FNV-1a over the bits of this rank's interior cells of every wavefield. */
@@ -199,7 +212,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     double *step = calloc((size_t)o->steps, sizeof(double)), sums[2] = {0, 0};
     int i, rc, size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    scenario(&sc, n, dims, mode, o->warmup + o->steps);
+    scenario(&sc, n, dims, mode, o->warmup + o->steps, o->flush);
     rc = step == NULL ? awp_fail("out of memory") : awp_scenario_check(&sc, size);
     if (rc == 0)
         rc = awp_sim_create(&s, &sc, MPI_COMM_WORLD);
@@ -317,6 +330,8 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# wavefields at the end: %s\n", modes_used(&o) > 1
                ? "the same bit for bit in every mode (checked)" : "not checked (one mode)");
+        printf("# subnormal floats in the steps: %s\n",
+               (o.flush < 0 ? awp_fp_flush_available() : o.flush) ? "flushed to zero" : "kept");
         printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s\n", "mode", "ranks", "grid", "n",
                "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%");
     }
@@ -334,7 +349,8 @@ int main(int argc, char **argv)
             check_same_wavefields(&r, m, o.n[k], &first, &sum);
             if (rank != 0)
                 continue;
-            snprintf(label, sizeof(label), "%d ranks %d^3", size, o.n[k]);
+            snprintf(label, sizeof(label), "%d ranks %d^3%s", size, o.n[k],
+                     o.flush == 0 ? " subnormals kept" : "");
             printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f\n",
                    awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k], r.median_ms,
                    r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms);

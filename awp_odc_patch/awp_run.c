@@ -179,10 +179,10 @@ int main(int argc, char **argv)
     }
     if (rank == 0)
         printf("%s: %dx%dx%d cells of %g m, %d steps of %g s, vp_max dt / h = %.3f, "
-               "mode %s, %dx%dx%d ranks\n",
+               "mode %s, %dx%dx%d ranks, subnormals %s\n",
                sc.name, sc.ng[0], sc.ng[1], sc.ng[2], sc.h, sc.steps, sc.dt,
                awp_media_vp_max(&sc.media) * sc.dt / sc.h, awp_mode_name(sc.mode), sim.g.dims[0],
-               sim.g.dims[1], sim.g.dims[2]);
+               sim.g.dims[1], sim.g.dims[2], sc.flush_denormals ? "flushed" : "kept");
     rc = run(&sim, &snaps);
     if (rc != 0) {
         /* a failed exchange leaves the others waiting: end them all */

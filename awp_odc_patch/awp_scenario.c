@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "awp_error.h"
+#include "awp_fp.h"
 #include "awp_kernel.h"
 #include "awp_text.h"
 
@@ -147,6 +148,16 @@ static int key_freesurface(ctx_t *c, const char *v)
     if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
         return awp_fail("expected 0 or 1, got '%s'", v);
     c->sc->freesurface = v[0] == '1';
+    return 0;
+}
+
+static int key_denormals(ctx_t *c, const char *v)
+{
+    if (strcmp(v, "flush") != 0 && strcmp(v, "keep") != 0)
+        return awp_fail("expected flush or keep, got '%s'", v);
+    c->sc->flush_denormals = v[0] == 'f';
+    if (c->sc->flush_denormals && !awp_fp_flush_available())
+        return awp_fail("this CPU cannot flush subnormals (x86-64 and AArch64 can): use keep");
     return 0;
 }
 
@@ -310,6 +321,7 @@ static const key_def_t keys[] = {
     {"steps", key_steps, 1},
     {"media", key_media, 1},
     {"freesurface", key_freesurface, 0},
+    {"denormals", key_denormals, 0},
     {"sponge", key_sponge, 0},
     {"source", key_source, 1},
     {"moment", key_moment, 1},
@@ -361,6 +373,7 @@ void awp_scenario_defaults(awp_scenario_t *sc, const char *name)
     memset(sc, 0, sizeof(*sc));
     snprintf(sc->name, sizeof(sc->name), "%s", name);
     sc->freesurface = 1;
+    sc->flush_denormals = awp_fp_flush_available();
     sc->sponge_nd = 20;
     sc->sponge_arbc = 0.92;
     sc->source.m0 = 1e16;

@@ -40,6 +40,7 @@ typedef struct {
     int steps;
     awp_media_t media;
     int freesurface;
+    int flush_denormals; /* subnormals flushed to zero in the steps (awp_fp.h) */
     int sponge_nd;       /* 0: no sponge */
     double sponge_arbc;
     awp_source_t source;

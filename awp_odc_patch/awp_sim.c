@@ -7,6 +7,7 @@
 
 #include "awp_boundary.h"
 #include "awp_error.h"
+#include "awp_fp.h"
 #include "awp_source.h"
 
 /* ---- set-up ------------------------------------------------------------------ */
@@ -261,10 +262,15 @@ static int step_overlapped(awp_sim_t *s)
 int awp_sim_step(awp_sim_t *s)
 {
     double t = MPI_Wtime();
+    unsigned long fp = 0;
     int rc;
     if (s->step >= s->sc.steps)
         return awp_fail("awp_sim_step: all %d steps of the scenario are done", s->sc.steps);
+    if (s->sc.flush_denormals)
+        fp = awp_fp_flush_begin();
     rc = s->x->overlapped ? step_overlapped(s) : step_bulk(s);
+    if (s->sc.flush_denormals)
+        awp_fp_flush_end(fp);
     if (rc == 0)
         rc = check_receivers(s);
     s->step++;

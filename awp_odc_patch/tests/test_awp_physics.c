@@ -13,7 +13,14 @@
  *     half; its kinetic part, the waves, ends below 1% of its peak (absorbed).
  *     The strain part does not: the source's moment stays, and with it a
  *     static deformation around it.
+ *   test_awp_physics subnormals SCENARIO
+ *     kept (denormals = keep), subnormal floats appear in the wavefields
+ *     (else the next check proves nothing); flushed (the default), none
+ *     does after any step, the seismograms agree with the kept run's within
+ *     1e-6 of their peak, and the caller's own arithmetic after a step still
+ *     yields subnormals (the step restores the thread's state).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +175,82 @@ static void energy(const char *path, const char *steps)
     awp_sim_free(&s);
 }
 
+/* Subnormal values in this rank's wavefields (interior cells). */
+static long subnormals(const awp_sim_t *s)
+{
+    long n = 0;
+    int f, i, j, k;
+    for (f = 0; f < AWP_NFIELDS; f++)
+        for (i = 0; i < s->g.n[0]; i++)
+            for (j = 0; j < s->g.n[1]; j++) {
+                const float *p = s->w.f[f] + awp_at(&s->g, i, j, 0);
+                for (k = 0; k < s->g.n[2]; k++)
+                    n += fpclassify(p[k]) == FP_SUBNORMAL;
+            }
+    return n;
+}
+
+/* Runs the scenario with denormals = how; returns the most subnormal cells
+ * seen after a step (all ranks), and on rank 0 the seismograms in *tr
+ * (malloc'd, *ntr floats). */
+static long run_counting(const char *path, const char *how, float **tr, size_t *ntr)
+{
+    static awp_sim_t s;
+    static awp_scenario_t sc;
+    char over[64], *ov[1] = {over};
+    long most = 0, all;
+    int rc = 0;
+
+    snprintf(over, sizeof(over), "denormals=%s", how);
+    *tr = NULL;
+    if (setup(&s, &sc, path, 1, ov) != 0)
+        return -1;
+    while (rc == 0 && s.step < sc.steps) {
+        volatile float tiny = FLT_MIN;
+        long n;
+        rc = awp_sim_step(&s);
+        n = subnormals(&s);
+        most = n > most ? n : most;
+        CHECK(tiny / 4 != 0, "after step %d the caller's arithmetic flushes subnormals: "
+              "awp_sim_step did not restore the thread's floating-point state", s.step);
+    }
+    CHECK(rc == 0, "%s", awp_last_error());
+    *ntr = (size_t)sc.nrec * (size_t)sc.steps * 3;
+    if (s.g.rank == 0 && (*tr = malloc(*ntr * sizeof(float) + 1)) == NULL)
+        CHECK(0, "out of memory");
+    CHECK(awp_sim_traces(&s, *tr) == 0, "%s", awp_last_error());
+    MPI_Allreduce(&most, &all, 1, MPI_LONG, MPI_SUM, s.g.comm);
+    awp_sim_free(&s);
+    return all;
+}
+
+static void subnormal_flush(const char *path)
+{
+    float *kept_tr, *flushed_tr;
+    size_t n, i;
+    long kept = run_counting(path, "keep", &kept_tr, &n);
+    long flushed = run_counting(path, "flush", &flushed_tr, &n);
+    int rank;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    CHECK(kept > 0, "no subnormal value arose with denormals = keep: the scenario cannot show "
+          "the flush");
+    CHECK(flushed == 0, "%ld subnormal values in the wavefields with denormals = flush", flushed);
+    if (rank == 0 && kept_tr != NULL && flushed_tr != NULL) {
+        double peak = 0, diff = 0;
+        for (i = 0; i < n; i++) {
+            peak = fmax(peak, fabs(kept_tr[i]));
+            diff = fmax(diff, fabs((double)kept_tr[i] - flushed_tr[i]));
+        }
+        CHECK(peak > 0, "the seismograms are all zero");
+        CHECK(diff <= 1e-6 * peak, "flushing changed the seismograms by %g (peak %g)", diff, peak);
+        printf("subnormals: up to %ld cells kept, none flushed; seismograms differ by %.3g of "
+               "their peak\n", kept, diff / peak);
+    }
+    free(kept_tr);
+    free(flushed_tr);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -175,7 +258,10 @@ int main(int argc, char **argv)
         arrivals(argv[2]);
     else if (argc == 4 && strcmp(argv[1], "energy") == 0)
         energy(argv[2], argv[3]);
+    else if (argc == 3 && strcmp(argv[1], "subnormals") == 0)
+        subnormal_flush(argv[2]);
     else
-        CHECK(0, "usage: test_awp_physics arrivals SCENARIO | energy SCENARIO STEPS");
+        CHECK(0, "usage: test_awp_physics arrivals SCENARIO | energy SCENARIO STEPS | "
+              "subnormals SCENARIO");
     return check_finish("test_awp_physics");
 }
