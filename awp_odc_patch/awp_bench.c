@@ -309,7 +309,7 @@ int main(int argc, char **argv)
 {
     opts_t o;
     FILE *csv = NULL;
-    int rank, size, dims[3] = {0, 0, 0}, rc, k, m, config = 0, first;
+    int rank, size, dims[3] = {0, 0, 0}, rc, k, m, config = 0, first, flushed;
     uint64_t sum = 0;
 
     MPI_Init(&argc, &argv);
@@ -324,14 +324,14 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc < 0 ? 2 : 0;
     }
+    flushed = o.flush < 0 ? awp_fp_flush_available() : o.flush;
     MPI_Dims_create(size, 3, dims);
     if (rank == 0 && o.csv != NULL && (csv = open_csv(o.csv, &config)) == NULL)
         MPI_Abort(MPI_COMM_WORLD, 1);
     if (rank == 0) {
         printf("# wavefields at the end: %s\n", modes_used(&o) > 1
                ? "the same bit for bit in every mode (checked)" : "not checked (one mode)");
-        printf("# subnormal floats in the steps: %s\n",
-               (o.flush < 0 ? awp_fp_flush_available() : o.flush) ? "flushed to zero" : "kept");
+        printf("# subnormal floats in the steps: %s\n", flushed ? "flushed to zero" : "kept");
         printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s\n", "mode", "ranks", "grid", "n",
                "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%");
     }
@@ -350,7 +350,7 @@ int main(int argc, char **argv)
             if (rank != 0)
                 continue;
             snprintf(label, sizeof(label), "%d ranks %d^3%s", size, o.n[k],
-                     o.flush == 0 ? " subnormals kept" : "");
+                     flushed ? "" : " subnormals kept");
             printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f\n",
                    awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k], r.median_ms,
                    r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms);

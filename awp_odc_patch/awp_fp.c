@@ -16,9 +16,10 @@ unsigned long awp_fp_flush_begin(void)
     return saved;
 }
 
+/* Only the mode bits: the exception flags the step raised stay for the caller. */
 void awp_fp_flush_end(unsigned long saved)
 {
-    _mm_setcsr((unsigned int)saved);
+    _mm_setcsr((_mm_getcsr() & ~FLUSH_BITS) | ((unsigned int)saved & FLUSH_BITS));
 }
 
 #elif defined(__aarch64__)
