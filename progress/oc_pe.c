@@ -29,9 +29,12 @@ struct oc_pe {
     char info[224];             /* where the engine runs (oc_pe_info) */
     oc_pe_caller_t caller;      /* the creating thread's CPUs, when auto moved it */
     int have_thread;
-    /* Inline mode: the engine runs in whichever application thread calls,
-     * one at a time (recursive: an engine callback may call in again). */
-    pthread_mutex_t inline_lock;
+    unsigned help_us;          /* thread mode: waiters run the engine (oc_pe_help) */
+    /* Inline mode, or thread mode with helping waiters: the engine runs in
+     * whichever thread holds it (recursive: an engine callback may call in
+     * again). */
+    int locked;
+    pthread_mutex_t lock;
     _Atomic double final_cpu_s;
     _Atomic uint64_t lists_posted, tasks_posted, wakeups, requests_started;
     _Atomic uint64_t bytes_sent, bytes_copied;
@@ -295,7 +298,8 @@ int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadl
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
                             _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
 {
-    if (pe->mode == OC_PROGRESS_THREAD && oc_pe_wait_spin(pe, done, arg, deadline))
+    if (pe->mode == OC_PROGRESS_THREAD &&
+        (oc_pe_help(pe, done, arg, deadline) || oc_pe_wait_spin(pe, done, arg, deadline)))
         return OC_OK;
     for (;;) {
         /* Read before the check: a change after it makes the futex return at
@@ -351,45 +355,73 @@ static unsigned run_queue(oc_pe_t *pe)
     return count;
 }
 
-static void inline_enter(oc_pe_t *pe)
+static void wake(oc_pe_t *pe);
+
+static void engine_enter(oc_pe_t *pe)
 {
-    if (pe->mode == OC_PROGRESS_INLINE)
-        pthread_mutex_lock(&pe->inline_lock);
+    if (pe->locked)
+        pthread_mutex_lock(&pe->lock);
 }
 
-static void inline_leave(oc_pe_t *pe)
+static void engine_leave(oc_pe_t *pe)
 {
-    if (pe->mode == OC_PROGRESS_INLINE)
-        pthread_mutex_unlock(&pe->inline_lock);
+    if (pe->locked)
+        pthread_mutex_unlock(&pe->lock);
 }
 
-/* The engine's work for every operation, done on the caller's thread
- * (inline): what fails there is recorded with its list and request, and
- * the caller's oc_last_error() stays its own. */
-static void inline_work_enter(oc_pe_t *pe, oc_error_saved_t *saved)
+/* The engine's work for every operation, done on whichever thread holds it:
+ * what fails there is recorded with its list and request, and an
+ * application thread's oc_last_error() stays its own. */
+static void work_enter(oc_pe_t *pe, oc_error_saved_t *saved)
 {
-    inline_enter(pe);
-    if (pe->mode == OC_PROGRESS_INLINE)
+    engine_enter(pe);
+    if (pe->locked)
         oc_error_save(saved);
 }
 
-static void inline_work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
+static void work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
 {
-    if (pe->mode == OC_PROGRESS_INLINE)
+    if (pe->locked)
         oc_error_restore(saved);
-    inline_leave(pe);
+    engine_leave(pe);
 }
 
 unsigned oc_pe_progress(oc_pe_t *pe)
 {
     oc_error_saved_t saved;
     unsigned n;
-    inline_work_enter(pe, &saved);
+    work_enter(pe, &saved);
     n = run_queue(pe);
     n += pe->nic->ops->progress(pe->nic);
     n += run_ready(pe);
-    inline_work_leave(pe, &saved);
+    work_leave(pe, &saved);
     return n;
+}
+
+int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+{
+    double idle_until;
+    int ok;
+    if (pe->help_us == 0)
+        return 0;
+    /* done() may take what it finds (a counter's arrivals): 1 is final. */
+    if (done(arg))
+        return 1;
+    idle_until = oc_time_now() + 1e-6 * pe->help_us;
+    while (!(ok = done(arg))) {
+        double t = oc_time_now();
+        if (deadline > 0 && t >= deadline)
+            break;
+        if (oc_pe_progress(pe) > 0)
+            idle_until = oc_time_now() + 1e-6 * pe->help_us;
+        else if (t >= idle_until)
+            break;
+        else
+            sched_yield(); /* with more ranks than cores, the peer may need it */
+    }
+    /* The thread may sleep on events this thread took: it arms again. */
+    wake(pe);
+    return ok;
 }
 
 static void wake(oc_pe_t *pe)
@@ -414,9 +446,9 @@ void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
     x->item.run = run_start;
     if (pe->mode == OC_PROGRESS_INLINE) {
         oc_error_saved_t saved;
-        inline_work_enter(pe, &saved);
+        work_enter(pe, &saved);
         run_start(pe, &x->item);
-        inline_work_leave(pe, &saved);
+        work_leave(pe, &saved);
         return;
     }
     submit(pe, &x->item);
@@ -439,9 +471,9 @@ oc_status_t oc_pe_call(oc_pe_t *pe, oc_status_t (*fn)(oc_pe_t *pe, void *arg), v
     oc_status_t st;
     if (pe->mode == OC_PROGRESS_INLINE || !pe->have_thread) {
         /* On the caller's thread: fn's detail is the caller's already. */
-        inline_enter(pe);
+        engine_enter(pe);
         st = fn(pe, arg);
-        inline_leave(pe);
+        engine_leave(pe);
         return st;
     }
     c.item.run = run_call;
@@ -491,8 +523,11 @@ static void sleep_until_event(oc_pe_t *pe)
 {
     struct epoll_event ev[2];
     int i, n;
-    oc_status_t st = pe->nic->ops->arm(pe->nic);
+    oc_status_t st;
 
+    engine_enter(pe); /* a helping waiter may be progressing the backend */
+    st = pe->nic->ops->arm(pe->nic);
+    engine_leave(pe);
     if (st != OC_OK)
         return; /* events pending (or arming failed): progress again */
     /* Dekker-style with submit(): either the producer sees sleeping and
@@ -560,7 +595,7 @@ static oc_status_t setup_epoll(oc_pe_t *pe)
 }
 
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
-                         const char *cpus, oc_pe_t **out)
+                         unsigned help_us, const char *cpus, oc_pe_t **out)
 {
     oc_pe_t *pe = calloc(1, sizeof(*pe));
     oc_status_t st;
@@ -573,14 +608,16 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
     pe->nic = nic;
     pe->mode = mode;
     pe->spin_us = spin_us;
+    pe->help_us = mode == OC_PROGRESS_THREAD ? help_us : 0;
     pe->wake_fd = pe->epoll_fd = -1;
     oc_mpsc_init(&pe->queue);
-    if (mode == OC_PROGRESS_INLINE) {
+    if (mode == OC_PROGRESS_INLINE || pe->help_us > 0) {
         pthread_mutexattr_t attr;
         pthread_mutexattr_init(&attr);
         pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        rc = pthread_mutex_init(&pe->inline_lock, &attr);
+        rc = pthread_mutex_init(&pe->lock, &attr);
         pthread_mutexattr_destroy(&attr);
+        pe->locked = rc == 0;
         if (rc != 0) {
             free(pe);
             nic->ops->destroy(nic);
@@ -647,8 +684,8 @@ void oc_pe_destroy(oc_pe_t *pe)
         close(pe->wake_fd);
     if (pe->epoll_fd >= 0)
         close(pe->epoll_fd);
-    if (pe->mode == OC_PROGRESS_INLINE)
-        pthread_mutex_destroy(&pe->inline_lock);
+    if (pe->locked)
+        pthread_mutex_destroy(&pe->lock);
     free(pe);
 }
 

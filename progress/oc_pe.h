@@ -72,9 +72,10 @@ typedef struct oc_pe_counter {
 
 /* Takes ownership of nic (also on failure). cpus: OC_PROGRESS_CPUS for the
  * thread, as oc_config_check_cpus accepts it ("" leaves it on the process's
- * CPUs). */
+ * CPUs). help_us: thread mode, how long a waiting application thread runs
+ * the engine without finding work before it sleeps (oc_pe_help; 0: never). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
-                         const char *cpus, oc_pe_t **pe);
+                         unsigned help_us, const char *cpus, oc_pe_t **pe);
 /* Where the engine runs, for oc_context_progress_info. */
 const char *oc_pe_info(const oc_pe_t *pe);
 
@@ -128,6 +129,17 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n);
 /* Any thread: consumes n arrivals if that many are unconsumed; 1 if it did. */
 int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 
+/* Application thread, thread mode, before it polls or sleeps: where waiters
+ * help (help_us > 0), runs the engine itself while done(arg) does not hold,
+ * until a pass has found no work for help_us or the deadline passes, then
+ * wakes the thread to arm again. Returns 1 once done(arg) returned 1 (which
+ * may have taken what it found, a counter's arrivals), 0 where it did not
+ * or waiters do not help. The
+ * thread hands work over only as fast as it is scheduled: a waiter that
+ * would sleep anyway saves the hand-over's two wake-ups, and with more
+ * threads than cores it needs no core but its own. */
+int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
+
 /* Application thread, thread mode, before it sleeps: polls done(arg) for
  * the engine's spin time (OC_SPIN_US) or until the deadline (oc_time_now()
  * scale; 0 = none), yielding the core between looks; returns whether it
@@ -138,7 +150,8 @@ int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadl
 
 /* Application thread: returns OC_OK once done(arg) holds, OC_ERR_TIMEOUT at
  * the deadline (oc_time_now() scale; 0 = none). Inline, it progresses the
- * engine; in thread mode it polls (oc_pe_wait_spin), then sleeps on *word,
+ * engine; in thread mode it helps (oc_pe_help), polls (oc_pe_wait_spin),
+ * then sleeps on *word,
  * announced in *sleepers. Whoever may make done() true changes *word first,
  * then wakes it if *sleepers > 0. */
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,

@@ -648,7 +648,8 @@ static int wait_until(oc_request_t *req, double deadline)
         }
     } else {
         uint32_t s;
-        oc_pe_wait_spin(pe, req_done, req, deadline);
+        if (!oc_pe_help(pe, req_done, req, deadline))
+            oc_pe_wait_spin(pe, req_done, req, deadline);
         s = atomic_load(&req->state);
         while (oc_request_state_of(s) == OC_REQ_ACTIVE) {
             double left = deadline > 0 ? deadline - oc_time_now() : -1;
