@@ -124,11 +124,11 @@ typedef struct {
     unsigned spin_us;             /**< OC_SPIN_US: how long the progress thread and a waiting
                                        application thread poll before they sleep (us) */
     int wait_help_us;             /**< OC_WAIT_HELP_US: thread mode, a thread waiting in
-                                       oc_wait or a notification or halo wait runs the engine
-                                       itself until it finds no work for this long (us), then
-                                       sleeps; 0 = never; -1 (default) = 200 where
-                                       progress_cpus is "" (no CPU of its own for the
-                                       progress thread), else 0 */
+                                       oc_wait, oc_notify_wait, oc_win_flush or a halo wait
+                                       runs the engine itself until it finds no work for this
+                                       long (us), then sleeps; 0 = never; -1 (default) = 200
+                                       where progress_cpus is "", else 0. The engine work a
+                                       waiter does counts in no progress_cpu_s */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
     oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */
@@ -173,13 +173,15 @@ OC_API oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg);
 typedef struct {
     uint64_t lists_posted;    /**< task lists handed to the backend */
     uint64_t tasks_posted;    /**< tasks in those lists */
-    uint64_t wakeups;         /**< progress-thread returns from sleep */
+    uint64_t wakeups;         /**< progress-thread returns from sleep (also those a
+                                   helping waiter asks for when it stops) */
     uint64_t requests_started;/**< schedules started: each start of a collective,
                                    oc_put and oc_halo_start, and the library.s own
                                    (team and window set-up, votes) */
     uint64_t bytes_sent;      /**< payload handed to the network */
     uint64_t bytes_copied;    /**< local copies (self blocks, packing) */
-    double progress_cpu_s;    /**< CPU time of the progress thread (0 inline) */
+    double progress_cpu_s;    /**< CPU time of the progress thread (0 inline; without
+                                   the engine work of helping waiters) */
 } oc_stats_t;
 
 /** Copies ctx's statistics into *stats. Thread-safe; the fields are read one by

@@ -1,8 +1,9 @@
 /*
  * The backend interface: "the NIC" that executes task lists.
  *
- * A backend instance is owned by one thread at a time: the progress thread in
- * thread mode, the application thread in inline mode. Nothing here may be
+ * A backend instance is owned by one thread at a time, the one that holds the
+ * engine: the progress thread in thread mode (or a waiting application thread
+ * that helps it), the application thread in inline mode. Nothing here may be
  * called concurrently on one instance. A backend knows tasks, lists, endpoints
  * and the match context of a list; it never sees teams, requests or
  * algorithms.

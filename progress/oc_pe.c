@@ -525,14 +525,18 @@ static void sleep_until_event(oc_pe_t *pe)
     int i, n;
     oc_status_t st;
 
-    engine_enter(pe); /* a helping waiter may be progressing the backend */
+    /* Armed and announced under the engine's lock: a waiter that helps
+     * after it (oc_pe_help) may take the events the arm waits for, and its
+     * closing wake() must then see us asleep and write the wake fd. */
+    engine_enter(pe);
     st = pe->nic->ops->arm(pe->nic);
+    if (st == OC_OK)
+        atomic_store(&pe->sleeping, 1);
     engine_leave(pe);
     if (st != OC_OK)
         return; /* events pending (or arming failed): progress again */
     /* Dekker-style with submit(): either the producer sees sleeping and
      * writes the wake fd, or we see its item here. */
-    atomic_store(&pe->sleeping, 1);
     if (!oc_mpsc_empty(&pe->queue)) {
         atomic_store(&pe->sleeping, 0);
         return;

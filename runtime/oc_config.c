@@ -118,7 +118,8 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
     UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
     UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
-    if (getenv("OC_WAIT_HELP_US") != NULL) { /* unset: -1, decided by OC_PROGRESS_CPUS */
+    /* unset (or empty, as every variable): -1, decided by OC_PROGRESS_CPUS */
+    if (getenv("OC_WAIT_HELP_US") != NULL && getenv("OC_WAIT_HELP_US")[0] != '\0') {
         u = 0;
         if ((st = oc_env_uint("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, &u)) != OC_OK)
             return st;

@@ -1,7 +1,8 @@
 /*
  * UCX (UCP) backend. One worker in serialized mode: made on the application
- * thread, then driven only by the thread that owns the backend instance
- * (or, inline, by one caller at a time under the engine's lock). Tag
+ * thread, then driven only by the thread that holds the engine: the
+ * progress thread, or a waiting application thread that helps it, or
+ * inline any caller, one at a time under the engine's lock. Tag
  * send/receive carry the collectives, RMA puts into memory that UCX
  * allocated carry one-sided data; the trigger of a list is its completion
  * counter reaching zero.
@@ -1039,8 +1040,9 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
 
     memset(&wp, 0, sizeof(wp));
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    /* Made here, then used by the progress thread, or in inline mode by
-     * whichever application thread holds the engine: one at a time. */
+    /* Made here, then used by whichever thread holds the engine (the
+     * progress thread, a waiter that helps it, an inline caller): one at a
+     * time. */
     wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     st = ucp_worker_create(nic->context, &wp, &nic->worker);
     if (st != UCS_OK) {

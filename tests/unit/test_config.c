@@ -144,6 +144,7 @@ static void test_each_variable(void **state)
         {"OC_SPIN_US", "50", 50},
         {"OC_WAIT_HELP_US", "0", 0},
         {"OC_WAIT_HELP_US", "75", 75},
+        {"OC_WAIT_HELP_US", "", -1}, /* empty counts as unset: the default */
         {"OC_TIMEOUT_S", "2.5", 2.5},
         {"OC_TIMEOUT_S", "0", 0},
         {"OC_VERBOSE", "1", 1},
