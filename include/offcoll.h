@@ -123,12 +123,12 @@ typedef struct {
     size_t ringk_min;             /**< OC_RINGK_MIN: auto uses ring-k from this block size */
     unsigned spin_us;             /**< OC_SPIN_US: how long the progress thread and a waiting
                                        application thread poll before they sleep (us) */
-    int wait_help_us;             /**< OC_WAIT_HELP_US: thread mode, a thread waiting in
+    unsigned wait_help_us;        /**< OC_WAIT_HELP_US: thread mode, a thread waiting in
                                        oc_wait, oc_notify_wait, oc_win_flush or a halo wait
                                        runs the engine itself until it finds no work for this
-                                       long (us), then sleeps; 0 = never; -1 (default) = 200
-                                       where progress_cpus is "", else 0. The engine work a
-                                       waiter does counts in no progress_cpu_s */
+                                       long (us), then sleeps; 0 (default) = never. The
+                                       engine work a waiter does counts in no
+                                       progress_cpu_s */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
     oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */
@@ -305,9 +305,9 @@ OC_API oc_status_t oc_start(oc_request_t *req);
  *  Never blocks. In inline mode it also advances the schedule. */
 OC_API oc_status_t oc_test(oc_request_t *req);
 
-/** Blocks until the operation completes. In thread mode the caller runs
- *  the engine itself while that finds work (OC_WAIT_HELP_US), then sleeps;
- *  inline, it advances the schedule. After
+/** Blocks until the operation completes. In thread mode it sleeps (with
+ *  OC_WAIT_HELP_US set, after running the engine itself while that finds
+ *  work); inline, it advances the schedule. After
  *  OC_TIMEOUT_S it cancels the operation and returns OC_ERR_TIMEOUT;
  *  oc_last_error() then names the ranks that never took part. */
 OC_API oc_status_t oc_wait(oc_request_t *req);

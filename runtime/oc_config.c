@@ -79,7 +79,7 @@ static void defaults(oc_config_t *c)
     c->bruck_max = 128;
     c->ringk_min = 64 * 1024;
     c->spin_us = 0;
-    c->wait_help_us = -1;
+    c->wait_help_us = 0;
     c->timeout_s = 300;
     c->verbose = 0;
 }
@@ -118,13 +118,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
     UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
     UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
-    /* unset (or empty, as every variable): -1, decided by OC_PROGRESS_CPUS */
-    if (getenv("OC_WAIT_HELP_US") != NULL && getenv("OC_WAIT_HELP_US")[0] != '\0') {
-        u = 0;
-        if ((st = oc_env_uint("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, &u)) != OC_OK)
-            return st;
-        c.wait_help_us = (int)u;
-    }
+    UINT("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, wait_help_us)
 #undef ENUM
 #undef UINT
     if ((st = parse_double("OC_TIMEOUT_S", &c.timeout_s)) != OC_OK)
@@ -141,11 +135,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
 
 unsigned oc_config_wait_help_us(const oc_config_t *c)
 {
-    if (c->progress != OC_PROGRESS_THREAD)
-        return 0;
-    if (c->wait_help_us >= 0)
-        return (unsigned)c->wait_help_us;
-    return c->progress_cpus[0] == '\0' ? OC_CFG_WAIT_HELP_US_AUTO : 0;
+    return c->progress == OC_PROGRESS_THREAD ? c->wait_help_us : 0;
 }
 
 oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
@@ -162,15 +152,14 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_BRUCK_MAX     = %zu\n"
              "OC_RINGK_MIN     = %zu\n"
              "OC_SPIN_US       = %u\n"
-             "OC_WAIT_HELP_US  = %u%s\n"
+             "OC_WAIT_HELP_US  = %u\n"
              "OC_TIMEOUT_S     = %g\n"
              "OC_VERBOSE       = %d\n"
              "OC_INTRANODE     = %s\n"
              "OC_PROGRESS_CPUS = %.*s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
-             c->ringk_min, c->spin_us, oc_config_wait_help_us(c),
-             c->wait_help_us < 0 ? " (default: 0 where the progress thread has CPUs named)" : "", c->timeout_s, c->verbose,
+             c->ringk_min, c->spin_us, oc_config_wait_help_us(c), c->timeout_s, c->verbose,
              NAME_OF(intranode_names, c->intranode),
              c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
              c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");

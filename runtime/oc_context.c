@@ -35,9 +35,9 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->spin_us > OC_CFG_SPIN_US_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->spin_us=%u: at most %u", c->spin_us,
                         OC_CFG_SPIN_US_MAX);
-    if (c->wait_help_us < -1 || c->wait_help_us > (int)OC_CFG_SPIN_US_MAX)
-        return oc_error(OC_ERR_INVALID_ARG, "cfg->wait_help_us=%d: must be -1 (default), 0 "
-                        "(never) or up to %u", c->wait_help_us, OC_CFG_SPIN_US_MAX);
+    if (c->wait_help_us > OC_CFG_SPIN_US_MAX)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->wait_help_us=%u: at most %u",
+                        c->wait_help_us, OC_CFG_SPIN_US_MAX);
     if (c->verbose < 0 || c->verbose > OC_CFG_VERBOSE_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->verbose=%d: must be 0..%d", c->verbose,
                         OC_CFG_VERBOSE_MAX);

@@ -143,16 +143,12 @@ void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 #define OC_CFG_LIST_MAX_MAX (1u << 20)
 #define OC_CFG_RINGK_MAX (1u << 20)
 #define OC_CFG_SPIN_US_MAX (10u * 1000 * 1000)
-/* OC_WAIT_HELP_US's default where the progress thread shares the process's
- * CPUs: a few hand-overs' worth of idle passes (README, "A waiting thread
- * helps"). */
-#define OC_CFG_WAIT_HELP_US_AUTO 200u
 #define OC_CFG_VERBOSE_MAX 9
 #define OC_CFG_TIMEOUT_MAX_S 1e6 /* 11.6 days; 0 waits for ever */
 
 /* OC_PROGRESS_CPUS's syntax (oc_config.c); name: what the message calls it. */
 oc_status_t oc_config_check_cpus(const char *name, const char *v);
-/* OC_WAIT_HELP_US in force: 0 outside thread mode; the default resolved. */
+/* OC_WAIT_HELP_US in force: 0 outside thread mode. */
 unsigned oc_config_wait_help_us(const oc_config_t *c);
 
 /* Blocking collective exchange over the team's own network path: every

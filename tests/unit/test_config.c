@@ -33,7 +33,7 @@ static const struct {
     FIELD("OC_BRUCK_MAX", bruck_max, F_SIZE),
     FIELD("OC_RINGK_MIN", ringk_min, F_SIZE),
     FIELD("OC_SPIN_US", spin_us, F_UNSIGNED),
-    FIELD("OC_WAIT_HELP_US", wait_help_us, F_INT),
+    FIELD("OC_WAIT_HELP_US", wait_help_us, F_UNSIGNED),
     FIELD("OC_TIMEOUT_S", timeout_s, F_DOUBLE),
     FIELD("OC_VERBOSE", verbose, F_INT),
     FIELD("OC_INTRANODE", intranode, F_INT),
@@ -113,7 +113,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.bruck_max, 128);
     assert_int_equal(c.ringk_min, 64 * 1024);
     assert_int_equal(c.spin_us, 0); /* an idle engine must sleep, not spin */
-    assert_int_equal(c.wait_help_us, -1); /* decided by OC_PROGRESS_CPUS */
+    assert_int_equal(c.wait_help_us, 0); /* waiters sleep; the thread does the work */
     assert_true(c.timeout_s == 300);
     assert_int_equal(c.verbose, 0);
     assert_int_equal(oc_config_init(NULL), OC_ERR_INVALID_ARG);
@@ -144,7 +144,6 @@ static void test_each_variable(void **state)
         {"OC_SPIN_US", "50", 50},
         {"OC_WAIT_HELP_US", "0", 0},
         {"OC_WAIT_HELP_US", "75", 75},
-        {"OC_WAIT_HELP_US", "", -1}, /* empty counts as unset: the default */
         {"OC_TIMEOUT_S", "2.5", 2.5},
         {"OC_TIMEOUT_S", "0", 0},
         {"OC_VERBOSE", "1", 1},
@@ -243,19 +242,16 @@ static void test_progress_cpus(void **state)
     }
     assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
     assert_string_equal(printed(buf, "OC_PROGRESS_CPUS", val, sizeof(val)), "0-1023");
-    /* a waiting thread helps the engine only where the thread has no CPUs named */
-    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)),
-                        "0 (default: 0 where the progress thread has CPUs named)");
     unsetenv("OC_PROGRESS_CPUS");
     assert_int_equal(oc_config_init(&c), OC_OK);
+    c.wait_help_us = 200;
     assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
-    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)),
-                        "200 (default: 0 where the progress thread has CPUs named)");
-    c.progress = OC_PROGRESS_INLINE; /* the waiters run the engine anyway */
+    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)), "200");
+    c.progress = OC_PROGRESS_INLINE; /* the waiters run the engine anyway: 0 in force */
     assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
-    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)),
-                        "0 (default: 0 where the progress thread has CPUs named)");
+    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)), "0");
     c.progress = OC_PROGRESS_THREAD;
+    c.wait_help_us = 0;
     strcpy(c.progress_cpus, "2-");
     assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
     assert_non_null(strstr(oc_last_error(), "cfg->progress_cpus=2-"));
@@ -344,7 +340,7 @@ static void test_init_arguments(void **state)
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
         {"timeout_s", -1}, {"intranode", 2}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
         {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
-        {"wait_help_us", -2}, {"wait_help_us", 2e7},
+        {"wait_help_us", 2e7},
     };
     static char sentinel; /* a non-NULL *ctx that a failed oc_init must clear */
     oc_config_t good;
