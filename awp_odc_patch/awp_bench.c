@@ -115,11 +115,11 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             if (modes_used(o) == 0) /* it would run nothing and look like success */
                 return awp_fail("--modes '%s' names no mode (two-sided, offload, rma)", v);
         } else if (strcmp(a, "--denormals") == 0) {
-            if (strcmp(v, "flush") != 0 && strcmp(v, "keep") != 0)
-                return awp_fail("--denormals: expected flush or keep, got '%s'", v);
-            o->flush = v[0] == 'f';
-            if (o->flush && !awp_fp_flush_available())
-                return awp_fail("--denormals flush: this CPU cannot flush subnormals");
+            char msg[256];
+            if (awp_denormals_parse(v, &o->flush) != 0) {
+                snprintf(msg, sizeof(msg), "%s", awp_last_error()); /* awp_fail overwrites it */
+                return awp_fail("--denormals: %s", msg);
+            }
         } else if (strcmp(a, "--csv") == 0)
             o->csv = v;
         else if (strcmp(a, "--png") == 0)

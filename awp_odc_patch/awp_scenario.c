@@ -151,14 +151,19 @@ static int key_freesurface(ctx_t *c, const char *v)
     return 0;
 }
 
-static int key_denormals(ctx_t *c, const char *v)
+int awp_denormals_parse(const char *v, int *flush)
 {
     if (strcmp(v, "flush") != 0 && strcmp(v, "keep") != 0)
         return awp_fail("expected flush or keep, got '%s'", v);
-    c->sc->flush_denormals = v[0] == 'f';
-    if (c->sc->flush_denormals && !awp_fp_flush_available())
+    *flush = v[0] == 'f';
+    if (*flush && !awp_fp_flush_available())
         return awp_fail("this CPU cannot flush subnormals (x86-64 and AArch64 can): use keep");
     return 0;
+}
+
+static int key_denormals(ctx_t *c, const char *v)
+{
+    return awp_denormals_parse(v, &c->sc->flush_denormals);
 }
 
 static int key_sponge(ctx_t *c, const char *v)

@@ -59,6 +59,10 @@ typedef struct {
 /* The defaults of the optional keys (README.md), with no required one set. */
 void awp_scenario_defaults(awp_scenario_t *sc, const char *name);
 
+/* The denormals choice, "flush" or "keep", into *flush (1 or 0); -1 with a
+ * message where v is neither or this CPU cannot flush. */
+int awp_denormals_parse(const char *v, int *flush);
+
 /* Reads path, then applies noverrides "key=value" strings. Messages name the
  * file, line and key. */
 int awp_scenario_load(awp_scenario_t *sc, const char *path, int noverrides,
