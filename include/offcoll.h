@@ -302,7 +302,10 @@ OC_API oc_status_t oc_start(oc_request_t *req);
 
 /** OC_OK when the operation has completed (the request becomes inactive, or
  *  stays complete), OC_INPROGRESS when not yet, or the operation's error.
- *  Never blocks. In inline mode it also advances the schedule. */
+ *  Never blocks. When not yet: inline, it advances the schedule; in thread
+ *  mode it runs one pass of the engine if OC_WAIT_HELP_US is set and the
+ *  thread is not in one, and otherwise yields the core (sched_yield), so
+ *  that a loop polling it leaves the progress thread room on a full host. */
 OC_API oc_status_t oc_test(oc_request_t *req);
 
 /** Blocks until the operation completes. In thread mode it sleeps (with
@@ -407,7 +410,8 @@ OC_API oc_status_t oc_win_flush(oc_win_t *win);
 OC_API oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected);
 
 /** As oc_notify_wait without blocking: OC_OK (and consumes) if expected
- *  notifications are there, OC_INPROGRESS if not. */
+ *  notifications are there, OC_INPROGRESS if not (after a pass or a yield,
+ *  as oc_test). */
 OC_API oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected);
 
 /* ---- Halo-exchange plans -----------------------------------------------------------

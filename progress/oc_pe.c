@@ -386,16 +386,45 @@ static void work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
     engine_leave(pe);
 }
 
+/* One pass of everything the engine does; the engine is held. */
+static unsigned pass(oc_pe_t *pe)
+{
+    unsigned n = run_queue(pe);
+    n += pe->nic->ops->progress(pe->nic);
+    return n + run_ready(pe);
+}
+
 unsigned oc_pe_progress(oc_pe_t *pe)
 {
     oc_error_saved_t saved;
     unsigned n;
     work_enter(pe, &saved);
-    n = run_queue(pe);
-    n += pe->nic->ops->progress(pe->nic);
-    n += run_ready(pe);
+    n = pass(pe);
     work_leave(pe, &saved);
     return n;
+}
+
+void oc_pe_poll(oc_pe_t *pe)
+{
+    oc_error_saved_t saved;
+    unsigned n;
+    if (pe->mode == OC_PROGRESS_INLINE) {
+        oc_pe_progress(pe);
+        return;
+    }
+    /* Never waits for the lock: the thread holding it is making progress. */
+    if (pe->help_us == 0 || pthread_mutex_trylock(&pe->lock) != 0) {
+        sched_yield();
+        return;
+    }
+    oc_error_save(&saved);
+    n = pass(pe);
+    oc_error_restore(&saved);
+    pthread_mutex_unlock(&pe->lock);
+    if (n > 0)
+        wake(pe); /* it may sleep on events this pass took: it arms again */
+    else
+        sched_yield();
 }
 
 int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)

@@ -118,6 +118,15 @@ void oc_pe_exec_release(oc_pe_t *pe, oc_pe_exec_t *x);
  * the number of events handled. */
 unsigned oc_pe_progress(oc_pe_t *pe);
 
+/* Application thread, in a test that found its operation unfinished
+ * (oc_test, oc_notify_test): inline, one pass; in thread mode with helping
+ * waiters, one pass if the thread is not in one (then the thread arms
+ * again); otherwise it yields the core. A caller polling in a loop on a
+ * machine with no core to spare would else hold its core until the
+ * scheduler preempts it, and the progress thread it waits for would run
+ * one time slice in each of its operations. */
+void oc_pe_poll(oc_pe_t *pe);
+
 void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
 
 void oc_pe_counter_init(oc_pe_counter_t *c);

@@ -610,8 +610,8 @@ static oc_status_t take_result(const char *fn, oc_request_t *req)
 static oc_status_t req_test(oc_request_t *req)
 {
     uint32_t state = oc_request_state(req);
-    if (state == OC_REQ_ACTIVE && oc_pe_mode(req->team->ctx->pe) == OC_PROGRESS_INLINE) {
-        oc_pe_progress(req->team->ctx->pe);
+    if (state == OC_REQ_ACTIVE) {
+        oc_pe_poll(req->team->ctx->pe);
         state = oc_request_state(req);
     }
     if (state == OC_REQ_ACTIVE)

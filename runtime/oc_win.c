@@ -632,10 +632,11 @@ oc_status_t oc_notify_test(oc_win_t *win, unsigned counter, uint32_t expected)
     oc_status_t st = check_counter("oc_notify_test", win, counter);
     if (st != OC_OK)
         return st;
-    if (oc_pe_mode(win->team->ctx->pe) == OC_PROGRESS_INLINE)
-        oc_pe_progress(win->team->ctx->pe);
-    if (!oc_pe_counter_take(&win->counters[counter], expected))
-        return OC_INPROGRESS;
+    if (!oc_pe_counter_take(&win->counters[counter], expected)) {
+        oc_pe_poll(win->team->ctx->pe);
+        if (!oc_pe_counter_take(&win->counters[counter], expected))
+            return OC_INPROGRESS;
+    }
     mark(win, counter);
     return OC_OK;
 }

@@ -24,6 +24,7 @@ typedef struct {
     oc_progress_mode_t mode;
     int n;
     oc_alg_t alg, valg;
+    unsigned help_us; /* thread mode: waiters and polls run the engine too */
 } pe_case_t;
 
 
@@ -129,6 +130,7 @@ static void *rank_main(void *arg)
     if (!CHECK_OC(oc_config_init(&cfg)))
         return NULL;
     cfg.progress = c->mode;
+    cfg.wait_help_us = c->help_us;
     cfg.alltoall_alg = c->alg;
     cfg.alltoallv_alg = c->valg;
     cfg.list_max = 3; /* many lists: many trigger hand-offs */
@@ -158,8 +160,8 @@ out:
 static void run_case(const pe_case_t *c)
 {
     char label[128];
-    snprintf(label, sizeof(label), "%s, n=%d, %s/%s", c->mode ? "inline" : "thread", c->n,
-             oc_alg_name(c->alg), oc_alg_name(c->valg));
+    snprintf(label, sizeof(label), "%s, n=%d, %s/%s, help %u us", c->mode ? "inline" : "thread",
+             c->n, oc_alg_name(c->alg), oc_alg_name(c->valg), c->help_us);
     ut_run_ranks(c->n, rank_main, c, label);
 }
 
@@ -185,18 +187,19 @@ static void test_engine(void **state)
  * so that the window comes up often; ASan and TSan see a late access. */
 static void test_free_at_completion(void **state)
 {
+    const unsigned *help_us = *state;
     oc_local_oob_t oob;
     oc_local_member_t m = {&oob, 0};
     oc_team_params_t tp;
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
-    (void)state;
 
     assert_int_equal(oc_local_oob_init(&oob, 1), 0);
     tp = oc_local_team_params(&m);
     assert_int_equal(oc_config_init(&cfg), OC_OK);
     cfg.progress = OC_PROGRESS_THREAD;
+    cfg.wait_help_us = *help_us;
     assert_int_equal(oc_init(&cfg, &ctx), OC_OK);
     assert_int_equal(oc_team_create(ctx, &tp, &team), OC_OK);
     for (unsigned i = 0; i < FREE_ROUNDS; i++) {
@@ -215,15 +218,20 @@ static void test_free_at_completion(void **state)
     oc_local_oob_fini(&oob);
 }
 
-#define MODE_N(mode, n) {mode, n, OC_ALG_AUTO, OC_ALG_AUTO}
+#define MODE_N(mode, n) {mode, n, OC_ALG_AUTO, OC_ALG_AUTO, 0}
+/* Helping waiters and polls take the engine from the thread in turns. */
+#define HELP_N(n) {OC_PROGRESS_THREAD, n, OC_ALG_AUTO, OC_ALG_AUTO, 200}
 static pe_case_t cases[] = {
     MODE_N(OC_PROGRESS_THREAD, 1), MODE_N(OC_PROGRESS_THREAD, 2),
     MODE_N(OC_PROGRESS_THREAD, 3), MODE_N(OC_PROGRESS_THREAD, 4),
     MODE_N(OC_PROGRESS_INLINE, 1), MODE_N(OC_PROGRESS_INLINE, 2),
     MODE_N(OC_PROGRESS_INLINE, 3), MODE_N(OC_PROGRESS_INLINE, 4),
+    HELP_N(2), HELP_N(3),
 };
+static const unsigned no_help = 0, help = 200;
 
 #define CASE(name, i) {name, test_engine, NULL, NULL, &cases[i]}
+#define FREE_CASE(name, h) {name, test_free_at_completion, NULL, NULL, (void *)&(h)}
 
 int main(void)
 {
@@ -232,7 +240,10 @@ int main(void)
         CASE("thread progress, 3 ranks", 2), CASE("thread progress, 4 ranks", 3),
         CASE("inline progress, 1 rank", 4), CASE("inline progress, 2 ranks", 5),
         CASE("inline progress, 3 ranks", 6), CASE("inline progress, 4 ranks", 7),
-        cmocka_unit_test(test_free_at_completion),
+        CASE("thread progress, helping waiters, 2 ranks", 8),
+        CASE("thread progress, helping waiters, 3 ranks", 9),
+        FREE_CASE("free at completion", no_help),
+        FREE_CASE("free at completion, helping polls", help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
