@@ -303,8 +303,8 @@ OC_API oc_status_t oc_start(oc_request_t *req);
 /** OC_OK when the operation has completed (the request becomes inactive, or
  *  stays complete), OC_INPROGRESS when not yet, or the operation's error.
  *  Never blocks. When not yet: inline, it advances the schedule; in thread
- *  mode it runs one pass of the engine if OC_WAIT_HELP_US is set and the
- *  thread is not in one, and otherwise yields the core (sched_yield), so
+ *  mode it runs one pass of the engine if OC_WAIT_HELP_US is set and no
+ *  other thread is in one, and otherwise yields the core (sched_yield), so
  *  that a loop polling it leaves the progress thread room on a full host. */
 OC_API oc_status_t oc_test(oc_request_t *req);
 

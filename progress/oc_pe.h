@@ -120,7 +120,7 @@ unsigned oc_pe_progress(oc_pe_t *pe);
 
 /* Application thread, in a test that found its operation unfinished
  * (oc_test, oc_notify_test): inline, one pass; in thread mode with helping
- * waiters, one pass if the thread is not in one (then the thread arms
+ * waiters, one pass unless another thread is in one (then the thread arms
  * again); otherwise it yields the core. A caller polling in a loop on a
  * machine with no core to spare would else hold its core until the
  * scheduler preempts it, and the progress thread it waits for would run

@@ -22,7 +22,31 @@ enum { ROUNDS = 40, CHUNKS = 4, CHUNK = 512, HALO_ROUNDS = 30, HALO_FIELDS = 3, 
 typedef struct {
     oc_progress_mode_t mode;
     int n;
+    unsigned help_us; /* thread mode: waits and tests run the engine too */
+    int poll;         /* notifications and halos completed by test loops */
 } win_case_t;
+
+/* Waits for the counter's expected notifications, or polls for them. */
+static oc_status_t notified(const win_case_t *c, oc_win_t *win, unsigned counter,
+                            uint32_t expected)
+{
+    oc_status_t st;
+    if (!c->poll)
+        return oc_notify_wait(win, counter, expected);
+    while ((st = oc_notify_test(win, counter, expected)) == OC_INPROGRESS)
+        ;
+    return st;
+}
+
+static oc_status_t halo_done(const win_case_t *c, oc_halo_t *halo, int field)
+{
+    oc_status_t st;
+    if (!c->poll)
+        return oc_halo_wait(halo, field);
+    while ((st = oc_halo_test(halo, field)) == OC_INPROGRESS)
+        ;
+    return st;
+}
 
 static unsigned char byte_of(int from, int chunk, int round)
 {
@@ -45,7 +69,7 @@ static void puts_round(ut_rank_t *me, oc_win_t *win, unsigned char *base, unsign
             if (!CHECK_OC(oc_put_notify(win, p, (size_t)(me->member.rank * CHUNKS + k) * CHUNK,
                                         src + k * CHUNK, CHUNK, (unsigned)(round & 1))))
                 return;
-    if (!CHECK_OC(oc_notify_wait(win, (unsigned)(round & 1), (uint32_t)(c->n * CHUNKS))))
+    if (!CHECK_OC(notified(c, win, (unsigned)(round & 1), (uint32_t)(c->n * CHUNKS))))
         return;
     for (p = 0; p < c->n && bad < 0; p++)
         for (k = 0; k < CHUNKS; k++)
@@ -99,7 +123,7 @@ static void halo_rounds(ut_rank_t *me, oc_team_t *team)
             if (!CHECK_OC(oc_halo_start(halo, fi)))
                 goto done;
         for (q = 0; q < HALO_FIELDS; q++)
-            if (!CHECK_OC(oc_halo_wait(halo, (q + r) % HALO_FIELDS)))
+            if (!CHECK_OC(halo_done(c, halo, (q + r) % HALO_FIELDS)))
                 goto done;
         for (fi = 0; fi < HALO_FIELDS; fi++)
             for (i = 0; i < e; i++)
@@ -136,6 +160,7 @@ static void *rank_main(void *arg)
     if (!CHECK(src != NULL, "out of memory") || !CHECK_OC(oc_config_init(&cfg)))
         goto out;
     cfg.progress = c->mode;
+    cfg.wait_help_us = c->help_us;
     cfg.timeout_s = 30;
     if (!ut_open(me, &cfg, &ctx, &team))
         goto out;
@@ -159,7 +184,8 @@ static void test_windows(void **state)
 {
     const win_case_t *c = *state;
     char label[64];
-    snprintf(label, sizeof(label), "%s, n=%d", c->mode ? "inline" : "thread", c->n);
+    snprintf(label, sizeof(label), "%s, n=%d, help %u us%s", c->mode ? "inline" : "thread", c->n,
+             c->help_us, c->poll ? ", polling" : "");
     ut_run_ranks(c->n, rank_main, c, label);
 }
 
@@ -225,8 +251,12 @@ static void test_late_put(void **state)
 }
 
 static win_case_t cases[] = {
-    {OC_PROGRESS_THREAD, 1}, {OC_PROGRESS_THREAD, 2}, {OC_PROGRESS_THREAD, 3},
-    {OC_PROGRESS_INLINE, 2}, {OC_PROGRESS_THREAD, 4},
+    {OC_PROGRESS_THREAD, 1, 0, 0}, {OC_PROGRESS_THREAD, 2, 0, 0}, {OC_PROGRESS_THREAD, 3, 0, 0},
+    {OC_PROGRESS_INLINE, 2, 0, 0}, {OC_PROGRESS_THREAD, 4, 0, 0},
+    /* The tests' own progress: a yield, or with helping a pass of their own
+     * taken in turns with the thread and the peers' waits. */
+    {OC_PROGRESS_THREAD, 2, 0, 1}, {OC_PROGRESS_THREAD, 3, 200, 1},
+    {OC_PROGRESS_INLINE, 2, 0, 1},
 };
 
 int main(void)
@@ -237,6 +267,10 @@ int main(void)
         {"thread progress, 3 ranks", test_windows, NULL, NULL, &cases[2]},
         {"inline progress, 2 ranks", test_windows, NULL, NULL, &cases[3]},
         {"thread progress, 4 ranks (halo 2x2x1)", test_windows, NULL, NULL, &cases[4]},
+        {"thread progress, 2 ranks, polling tests", test_windows, NULL, NULL, &cases[5]},
+        {"thread progress, 3 ranks, helping waiters, polling tests", test_windows, NULL, NULL,
+         &cases[6]},
+        {"inline progress, 2 ranks, polling tests", test_windows, NULL, NULL, &cases[7]},
         cmocka_unit_test(test_late_put),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
