@@ -91,11 +91,12 @@ typedef struct {
      * then holds the outcome); otherwise the list finished during the call,
      * with the returned status, and done() is not called. */
     oc_status_t (*post_list)(oc_nic_t *nic, oc_nic_list_t *list);
-    /* Cancels what can be cancelled; done() still comes for the list once
-     * every task has finished, possibly only at destroy(). From the call on
-     * the backend reads neither the tasks nor the match: their owner may
-     * free them (the schedule, the team) before done() comes. */
-    void (*cancel_list)(oc_nic_t *nic, oc_nic_list_t *list);
+    /* Cancels what can be cancelled, with why as the status of the tasks it
+     * ends itself; done() still comes for the list once every task has
+     * finished, possibly only at destroy(). From the call on the backend
+     * reads neither the tasks nor the match: their owner may free them (the
+     * schedule, the team) before done() comes. */
+    void (*cancel_list)(oc_nic_t *nic, oc_nic_list_t *list, oc_status_t why);
     /* Makes progress; returns how many events it handled. */
     unsigned (*progress)(oc_nic_t *nic);
     /* Prepares for sleeping on event_fd: OC_OK if sleeping is safe, OC_ERR_BUSY

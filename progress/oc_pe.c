@@ -226,7 +226,7 @@ void oc_pe_cancel(oc_pe_t *pe, oc_pe_exec_t *x, oc_status_t status)
     unpark(x);
     if (x->in_flight) {
         x->cancelled = 1;
-        pe->nic->ops->cancel_list(pe->nic, &x->list);
+        pe->nic->ops->cancel_list(pe->nic, &x->list, status);
     }
     x->complete(x, status);
 }

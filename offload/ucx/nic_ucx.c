@@ -455,7 +455,7 @@ static unsigned send_flushed(nic_ucx_t *nic)
     return (unsigned)n;
 }
 
-static void ucx_cancel_list(oc_nic_t *base, oc_nic_list_t *list)
+static void ucx_cancel_list(oc_nic_t *base, oc_nic_list_t *list, oc_status_t why)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     size_t i, j, keep = 0;
@@ -465,7 +465,7 @@ static void ucx_cancel_list(oc_nic_t *base, oc_nic_list_t *list)
     for (j = 0; j < nic->nflushed; j++) {
         oc_nic_slot_t *slot = nic->flushed[j];
         if (slot->list == list)
-            task_finished(slot, OC_ERR_TIMEOUT);
+            task_finished(slot, why);
         else
             nic->flushed[keep++] = slot;
     }
@@ -510,7 +510,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     if (st != OC_OK) {
         /* Stop here; what was posted is cancelled and reports through done(). */
         oc_nic_list_fail(list, st);
-        ucx_cancel_list(base, list);
+        ucx_cancel_list(base, list, st);
     }
     if (--list->outstanding == 0)
         return list->status;

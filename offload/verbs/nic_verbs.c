@@ -205,10 +205,10 @@ static oc_status_t post_task(vb_nic_t *nic, oc_nic_slot_t *slot, const oc_task_t
     }
 }
 
-static void vb_cancel_list(oc_nic_t *base, oc_nic_list_t *list)
+static void vb_cancel_list(oc_nic_t *base, oc_nic_list_t *list, oc_status_t why)
 {
     /* Posted work requests cannot be taken back: they finish on their own. */
-    vb_proto_cancel((vb_nic_t *)base, list, OC_ERR_TIMEOUT);
+    vb_proto_cancel((vb_nic_t *)base, list, why);
     vb_flush((vb_nic_t *)base);
 }
 
