@@ -180,22 +180,30 @@ static void stage_in_doubles(p3_stage_t *st)
 
 /* A Fourier stage over runs of xs values (how[1]) that reads its lines
  * packed (stride xs along dim) and writes them spread (the layout of the
- * Y-Z blocks or of the Z-pencil, stride xs * lines). Handed to FFTW as it is,
- * each line's outputs land a page or more apart, and at N = 256 the forward
- * Y and Z stages ran 3x slower than the backward ones, which read that way
- * at full speed. So it runs plane by plane (one how[0] index: xs x n values):
- * FFTW writes the plane packed into p->plane, and it is copied out in runs
- * of xs values (README: "Measured"). */
+ * Y-Z blocks or of the Z-pencil, stride xs * lines), or, backward, reads
+ * them spread and writes them packed. Handed to FFTW as it is, each line's
+ * spread side lies a page or more apart: at N = 256 the forward Y and Z
+ * stages ran 3x slower than the backward ones on the 2-vCPU EPYC VM; with
+ * the forward ones plane by plane, the backward ones ran 2x slower than
+ * them at 256 on the 16-core Xeon and at 128 on the VM, where gathering
+ * them too brought them level (README: "Measured"). So both run plane by plane (one
+ * how[0] index: xs x n values) through p->plane, packed: FFTW writes it and
+ * it is copied out in runs of xs values (P3_SCATTER), or it is gathered in
+ * runs of xs values and FFTW reads it (P3_GATHER). */
+enum { P3_WHOLE = 0, P3_SCATTER, P3_GATHER };
 static int plane_wise(const p3_t *p, const p3_stage_t *st)
 {
     int xs = st->how[1].n;
     if ((st->kind != P3_C2C_FWD && st->kind != P3_C2C_BWD) || st->skip ||
         st->how[1].is != 1 || st->how[1].os != 1 || (size_t)xs * st->dim.n > p->plane_len)
-        return 0;
-    return st->dim.is == xs && st->dim.os != xs;
+        return P3_WHOLE;
+    if (st->dim.is == xs && st->dim.os != xs)
+        return P3_SCATTER;
+    return st->dim.os == xs && st->dim.is != xs ? P3_GATHER : P3_WHOLE;
 }
 
-static int run_planes(p3_t *p, const p3_stage_t *st, fftw_complex *in, fftw_complex *out)
+static int run_planes(p3_t *p, const p3_stage_t *st, int how, fftw_complex *in,
+                      fftw_complex *out)
 {
     int xs = st->how[1].n, n = st->dim.n, lines = st->how[0].n;
     int per = (lines + P3_CHUNKS - 1) / P3_CHUNKS, l, i;
@@ -213,12 +221,20 @@ static int run_planes(p3_t *p, const p3_stage_t *st, fftw_complex *in, fftw_comp
         fftw_complex *dst = out + (size_t)l * (size_t)st->how[0].os;
         fftw_plan plan;
 
-        k.unaligned = fftw_alignment_of((double *)src) != 0;
+        if (how == P3_GATHER)
+            for (i = 0; i < n; i++)
+                memcpy(p->plane + (size_t)i * xs, src + (size_t)i * (size_t)st->dim.is, run);
+        /* p->plane has FFTW's alignment; the user's side may not */
+        k.unaligned = fftw_alignment_of((double *)(how == P3_GATHER ? dst : src)) != 0;
         if ((plan = get_plan(p, &k)) == NULL)
             return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points", n);
-        execute(plan, st->kind, src, p->plane);
-        for (i = 0; i < n; i++)
-            memcpy(dst + (size_t)i * (size_t)st->dim.os, p->plane + (size_t)i * xs, run);
+        if (how == P3_GATHER) {
+            execute(plan, st->kind, p->plane, dst);
+        } else {
+            execute(plan, st->kind, src, p->plane);
+            for (i = 0; i < n; i++)
+                memcpy(dst + (size_t)i * (size_t)st->dim.os, p->plane + (size_t)i * xs, run);
+        }
         if ((l + 1) % per == 0)
             p3_tr_progress(p);
     }
@@ -228,11 +244,11 @@ static int run_planes(p3_t *p, const p3_stage_t *st, fftw_complex *in, fftw_comp
 int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
 {
     p3_stage_t s = *stage, *st = &s;
-    int per, first;
+    int per, first, how = plane_wise(p, st);
     plan_key_t k;
 
-    if (plane_wise(p, st))
-        return run_planes(p, st, in, out);
+    if (how != P3_WHOLE)
+        return run_planes(p, st, how, in, out);
     if (is_r2r(st->kind))
         stage_in_doubles(st);
     per = chunk_lines(st);
