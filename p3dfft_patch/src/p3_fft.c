@@ -186,10 +186,10 @@ static void stage_in_doubles(p3_stage_t *st)
  * stages ran 3x slower than the backward ones on the 2-vCPU EPYC VM; with
  * the forward ones plane by plane, the backward ones ran 2x slower than
  * them at 256 on the 16-core Xeon and at 128 on the VM, where gathering
- * them too brought them level (README: "Measured"). So both run plane by plane (one
- * how[0] index: xs x n values) through p->plane, packed: FFTW writes it and
- * it is copied out in runs of xs values (P3_SCATTER), or it is gathered in
- * runs of xs values and FFTW reads it (P3_GATHER). */
+ * them too brought them level (p3dfft_patch/README.md). So both run plane
+ * by plane (one how[0] index: xs x n values) through p->plane, packed: FFTW
+ * writes it and it is copied out in runs of xs values (P3_SCATTER), or it
+ * is gathered in runs of xs values and FFTW reads it (P3_GATHER). */
 enum { P3_WHOLE = 0, P3_SCATTER, P3_GATHER };
 static int plane_wise(const p3_t *p, const p3_stage_t *st)
 {
