@@ -107,6 +107,11 @@ typedef enum {
                                    loopback path; TCP here) */
 } oc_intranode_t;
 
+/** oc_config_t.wait_help_us: decided when the context starts (see there). */
+#define OC_WAIT_HELP_AUTO 0xffffffffu
+/** What OC_WAIT_HELP_AUTO gives where the progress thread has no CPU of its own. */
+#define OC_WAIT_HELP_AUTO_US 200u
+
 /** Context configuration. Fill with oc_config_init(), then adjust fields. */
 typedef struct {
     oc_progress_mode_t progress;  /**< OC_PROGRESS=thread|inline */
@@ -126,8 +131,11 @@ typedef struct {
     unsigned wait_help_us;        /**< OC_WAIT_HELP_US: thread mode, a thread waiting in
                                        oc_wait, oc_notify_wait, oc_win_flush or a halo wait
                                        runs the engine itself until it finds no work for this
-                                       long (us), then sleeps; 0 (default) = never. The
-                                       engine work a waiter does counts in no
+                                       long (us), then sleeps; 0 = never;
+                                       OC_WAIT_HELP_AUTO (default, "auto"):
+                                       OC_WAIT_HELP_AUTO_US where the progress thread shares
+                                       the process's only CPU with the application, else 0.
+                                       The engine work a waiter does counts in no
                                        progress_cpu_s */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */

@@ -73,7 +73,9 @@ typedef struct oc_pe_counter {
 /* Takes ownership of nic (also on failure). cpus: OC_PROGRESS_CPUS for the
  * thread, as oc_config_check_cpus accepts it ("" leaves it on the process's
  * CPUs). help_us: thread mode, how long a waiting application thread runs
- * the engine without finding work before it sleeps (oc_pe_help; 0: never). */
+ * the engine without finding work before it sleeps (oc_pe_help; 0: never;
+ * OC_WAIT_HELP_AUTO: OC_WAIT_HELP_AUTO_US where the thread has no CPU of its
+ * own, else 0; the engine's info says which). */
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
                          unsigned help_us, const char *cpus, oc_pe_t **pe);
 /* Where the engine runs, for oc_context_progress_info. */

@@ -213,7 +213,8 @@ void oc_pe_unbind_caller(oc_pe_caller_t *caller)
  * from reading the thread's CPUs to listing caller, so that a context of
  * this thread finalized meanwhile on another thread cannot give CPUs back
  * between the read and the move. */
-static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_caller_t *caller)
+static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_caller_t *caller,
+                             int *alone)
 {
     cpu_set_t own;
     char own_str[96];
@@ -233,6 +234,7 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
         rc = pin(thread, cpu);
     if (cpu < 0 || (shared && rc != 0)) {
         pthread_mutex_unlock(&callers_lock);
+        *alone = 1;
         snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
                  "application (OC_PROGRESS_CPUS=auto found none to spare: give each rank "
                  "two CPUs for overlap)", own_str);
@@ -258,7 +260,7 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
 }
 
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller)
+                       oc_pe_caller_t *caller, int *alone)
 {
     cpu_set_t own;
     char own_str[96];
@@ -266,11 +268,12 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
 
     memset(caller, 0, sizeof(*caller));
     caller->tid = gettid();
+    *alone = 0;
     if (spec != NULL && strcmp(spec, "auto") == 0)
-        return bind_auto(thread, info, size, caller);
+        return bind_auto(thread, info, size, caller, alone);
     own_cpus(&own, own_str, sizeof(own_str));
     if (spec == NULL || spec[0] == '\0') {
-        if (CPU_COUNT(&own) == 1)
+        if ((*alone = CPU_COUNT(&own) == 1))
             snprintf(info, size, "thread, on the process's only CPU %s, shared with the "
                      "application (give each rank two CPUs for overlap)", own_str);
         else

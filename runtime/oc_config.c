@@ -67,6 +67,12 @@ static oc_status_t parse_cpus(const char *var, char *out, size_t size)
     return oc_config_check_cpus(var, out);
 }
 
+static int env_is(const char *var, const char *value)
+{
+    const char *v = getenv(var);
+    return v != NULL && strcmp(v, value) == 0;
+}
+
 static void defaults(oc_config_t *c)
 {
     memset(c, 0, sizeof(*c));
@@ -79,7 +85,7 @@ static void defaults(oc_config_t *c)
     c->bruck_max = 128;
     c->ringk_min = 64 * 1024;
     c->spin_us = 0;
-    c->wait_help_us = 0;
+    c->wait_help_us = OC_WAIT_HELP_AUTO;
     c->timeout_s = 300;
     c->verbose = 0;
 }
@@ -118,7 +124,12 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
     UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
     UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
-    UINT("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, wait_help_us)
+    u = c.wait_help_us;
+    if (!env_is("OC_WAIT_HELP_US", "auto") &&
+        oc_env_uint("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, &u) != OC_OK)
+        return oc_error(OC_ERR_INVALID_ARG, "OC_WAIT_HELP_US=%s: expected auto or an integer "
+                        "from 0 to %u", getenv("OC_WAIT_HELP_US"), OC_CFG_SPIN_US_MAX);
+    c.wait_help_us = (unsigned)u;
 #undef ENUM
 #undef UINT
     if ((st = parse_double("OC_TIMEOUT_S", &c.timeout_s)) != OC_OK)
@@ -138,8 +149,18 @@ unsigned oc_config_wait_help_us(const oc_config_t *c)
     return c->progress == OC_PROGRESS_THREAD ? c->wait_help_us : 0;
 }
 
+static const char *wait_help_str(const oc_config_t *c, char *buf, size_t size)
+{
+    unsigned us = oc_config_wait_help_us(c);
+    if (us == OC_WAIT_HELP_AUTO)
+        return "auto";
+    snprintf(buf, size, "%u", us);
+    return buf;
+}
+
 oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
 {
+    char help[16];
     if (c == NULL || buf == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_config_print: %s is NULL", c ? "buf" : "cfg");
     snprintf(buf, size,
@@ -152,14 +173,14 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_BRUCK_MAX     = %zu\n"
              "OC_RINGK_MIN     = %zu\n"
              "OC_SPIN_US       = %u\n"
-             "OC_WAIT_HELP_US  = %u\n"
+             "OC_WAIT_HELP_US  = %s\n"
              "OC_TIMEOUT_S     = %g\n"
              "OC_VERBOSE       = %d\n"
              "OC_INTRANODE     = %s\n"
              "OC_PROGRESS_CPUS = %.*s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
-             c->ringk_min, c->spin_us, oc_config_wait_help_us(c), c->timeout_s, c->verbose,
+             c->ringk_min, c->spin_us, wait_help_str(c, help, sizeof(help)), c->timeout_s, c->verbose,
              NAME_OF(intranode_names, c->intranode),
              c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
              c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");

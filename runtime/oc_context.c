@@ -35,9 +35,9 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->spin_us > OC_CFG_SPIN_US_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->spin_us=%u: at most %u", c->spin_us,
                         OC_CFG_SPIN_US_MAX);
-    if (c->wait_help_us > OC_CFG_SPIN_US_MAX)
-        return oc_error(OC_ERR_INVALID_ARG, "cfg->wait_help_us=%u: at most %u",
-                        c->wait_help_us, OC_CFG_SPIN_US_MAX);
+    if (c->wait_help_us > OC_CFG_SPIN_US_MAX && c->wait_help_us != OC_WAIT_HELP_AUTO)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->wait_help_us=%u: at most %u, or "
+                        "OC_WAIT_HELP_AUTO", c->wait_help_us, OC_CFG_SPIN_US_MAX);
     if (c->verbose < 0 || c->verbose > OC_CFG_VERBOSE_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->verbose=%d: must be 0..%d", c->verbose,
                         OC_CFG_VERBOSE_MAX);

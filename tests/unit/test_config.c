@@ -113,7 +113,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.bruck_max, 128);
     assert_int_equal(c.ringk_min, 64 * 1024);
     assert_int_equal(c.spin_us, 0); /* an idle engine must sleep, not spin */
-    assert_int_equal(c.wait_help_us, 0); /* waiters sleep; the thread does the work */
+    /* decided per context: waiters help where the thread has no CPU of its own */
+    assert_int_equal(c.wait_help_us, OC_WAIT_HELP_AUTO);
     assert_true(c.timeout_s == 300);
     assert_int_equal(c.verbose, 0);
     assert_int_equal(oc_config_init(NULL), OC_ERR_INVALID_ARG);
@@ -144,6 +145,7 @@ static void test_each_variable(void **state)
         {"OC_SPIN_US", "50", 50},
         {"OC_WAIT_HELP_US", "0", 0},
         {"OC_WAIT_HELP_US", "75", 75},
+        {"OC_WAIT_HELP_US", "auto", OC_WAIT_HELP_AUTO},
         {"OC_TIMEOUT_S", "2.5", 2.5},
         {"OC_TIMEOUT_S", "0", 0},
         {"OC_VERBOSE", "1", 1},
@@ -180,6 +182,7 @@ static void test_malformed(void **state)
         {"OC_ALLTOALLV_ALG", "bruck"}, {"OC_ALLTOALL_ALG", "linear"},
         {"OC_RINGK", "0"},         {"OC_SPIN_US", "-5"},     {"OC_VERBOSE", "10"},
         {"OC_WAIT_HELP_US", "-1"}, {"OC_WAIT_HELP_US", "20000000"},
+        {"OC_WAIT_HELP_US", "AUTO"}, {"OC_WAIT_HELP_US", "auto1"},
         {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},  {"OC_INTRANODE", "tcp"},
         /* strtoull skips leading blanks and then accepts a minus sign */
         {"OC_BRUCK_MAX", " -1"},
@@ -251,6 +254,9 @@ static void test_progress_cpus(void **state)
     assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
     assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)), "0");
     c.progress = OC_PROGRESS_THREAD;
+    c.wait_help_us = OC_WAIT_HELP_AUTO;
+    assert_int_equal(oc_config_print(&c, buf, sizeof(buf)), OC_OK);
+    assert_string_equal(printed(buf, "OC_WAIT_HELP_US", val, sizeof(val)), "auto");
     c.wait_help_us = 0;
     strcpy(c.progress_cpus, "2-");
     assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);

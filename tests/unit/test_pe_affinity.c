@@ -101,6 +101,12 @@ static int two_cpus(void)
     return 0;
 }
 
+/* The engine says so where waiting threads run it (OC_WAIT_HELP_US). */
+static int helps(oc_context_t *ctx)
+{
+    return strstr(oc_context_progress_info(ctx), "waiting threads run the engine") != NULL;
+}
+
 static void parse(void **state)
 {
     int cpus[8];
@@ -210,6 +216,7 @@ static void shared_cpu(void **state)
     b = open_thread_ctx("auto");
     if (strstr(oc_context_progress_info(b), "shared with another context") == NULL)
         fail_msg("second context: \"%s\"", oc_context_progress_info(b));
+    assert_false(helps(b)); /* the thread is not on the computation's CPU */
     assert_int_equal(pe_threads_on(&high, NULL), 2);
     assert_caller_on(&low, "two contexts");
     assert_int_equal(oc_finalize(a), OC_OK); /* the first ends first */
@@ -246,6 +253,45 @@ static void listed(void **state)
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 }
 
+/* OC_WAIT_HELP_US=auto (the default): waiters run the engine where the
+ * progress thread shares the application's only CPU, and nowhere else. */
+static void help_auto(void **state)
+{
+    static const char *const specs[] = {"", "auto"};
+    oc_config_t c;
+    oc_context_t *ctx;
+    cpu_set_t one;
+    size_t i;
+    (void)state;
+    CPU_ZERO(&one);
+    CPU_SET(lo, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    for (i = 0; i < 2; i++) {
+        ctx = open_thread_ctx(specs[i]);
+        if (!helps(ctx))
+            fail_msg("one CPU, progress_cpus \"%s\": \"%s\"", specs[i],
+                     oc_context_progress_info(ctx));
+        assert_int_equal(oc_finalize(ctx), OC_OK);
+    }
+    /* a value given is kept */
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    c.progress = OC_PROGRESS_THREAD;
+    c.wait_help_us = 0;
+    assert_int_equal(oc_init(&c, &ctx), OC_OK);
+    assert_false(helps(ctx));
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
+    if (!two_cpus())
+        return;
+    for (i = 0; i < 2; i++) {
+        ctx = open_thread_ctx(specs[i]);
+        if (helps(ctx))
+            fail_msg("%d CPUs, progress_cpus \"%s\": \"%s\"", CPU_COUNT(&own), specs[i],
+                     oc_context_progress_info(ctx));
+        assert_int_equal(oc_finalize(ctx), OC_OK);
+    }
+}
+
 static void refused(void **state)
 {
     oc_config_t c;
@@ -278,7 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
         cmocka_unit_test(caller_nested), cmocka_unit_test(shared_cpu), cmocka_unit_test(listed),
-        cmocka_unit_test(refused),
+        cmocka_unit_test(help_auto), cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");

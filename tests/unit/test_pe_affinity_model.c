@@ -97,7 +97,8 @@ int __wrap_pthread_setaffinity_np(pthread_t thread, size_t size, const cpu_set_t
 typedef struct {
     oc_pe_caller_t caller;
     char info[256];
-    int k; /* its progress thread */
+    int k;     /* its progress thread */
+    int alone; /* oc_pe_bind: it shares the application's only CPU */
 } ctx_t;
 
 static ctx_t ctxs[8];
@@ -107,7 +108,7 @@ static ctx_t *open_ctx(int k)
     ctx_t *c = &ctxs[k];
     pe_cpu[k] = -1;
     assert_int_equal(oc_pe_bind((pthread_t)(uintptr_t)k, "auto", c->info, sizeof(c->info),
-                                &c->caller), OC_OK);
+                                &c->caller, &c->alone), OC_OK);
     c->k = k;
     return c;
 }
@@ -157,6 +158,9 @@ static void any_order(void **state)
         open_ctx(3); /* one CPU left: beside an earlier thread */
         assert_true(pe_cpu[3] >= 1 && pe_cpu[3] <= 3);
         assert_non_null(strstr(ctxs[3].info, "shared with another context"));
+        /* not the application's CPU: OC_WAIT_HELP_US=auto leaves waiters asleep */
+        for (i = 0; i < 4; i++)
+            assert_false(ctxs[i].alone);
         for (i = 0; i < 3; i++) {
             oc_pe_unbind_caller(&ctxs[orders[o][i]].caller);
             /* the CPU of the sharing context (3) stays taken while it lives */
@@ -183,6 +187,8 @@ static void rebound(void **state)
     open_ctx(1);
     assert_int_equal(pe_cpu[1], -1);
     assert_non_null(strstr(ctxs[1].info, "found none to spare"));
+    assert_true(ctxs[1].alone); /* on the application's CPU: waiters help */
+    assert_false(ctxs[0].alone);
     oc_pe_unbind_caller(&ctxs[1].caller);
     oc_pe_unbind_caller(&ctxs[0].caller);
     assert_on(me, "3", "rebound by the application");
