@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,13 @@ struct oc_pe {
     char info[320];             /* where the engine runs (oc_pe_info) */
     oc_pe_caller_t caller;      /* the creating thread's CPUs, when auto moved it */
     int have_thread;
+    sem_t gate;                /* the thread starts once oc_pe_create has decided
+                                  help_us and locked */
+    int gated;
     unsigned help_us;          /* thread mode: waiters run the engine (oc_pe_help) */
     /* Inline mode, or thread mode with helping waiters: the engine runs in
      * whichever thread holds it (recursive: an engine callback may call in
-     * again). */
+     * again). Without them the thread takes no lock. */
     int locked;
     pthread_mutex_t lock;
     _Atomic double final_cpu_s;
@@ -589,6 +593,8 @@ static void *thread_main(void *arg)
     oc_pe_t *pe = arg;
     struct timespec ts;
 
+    while (sem_wait(&pe->gate) != 0 && errno == EINTR)
+        ;
     while (!pe->stop) {
         if (oc_pe_progress(pe) > 0 || yield_and_look(pe) > 0)
             continue;
@@ -635,13 +641,29 @@ static oc_status_t setup_epoll(oc_pe_t *pe)
  * CPU of its own the thread answers at once, and a waiter that helped would
  * only take the lock from it. The thread never reads help_us: set here,
  * after it started, before the context is handed out. */
-static void help_auto(oc_pe_t *pe, int alone)
+static oc_status_t init_lock(oc_pe_t *pe)
+{
+    pthread_mutexattr_t attr;
+    int rc;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    rc = pthread_mutex_init(&pe->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    pe->locked = rc == 0;
+    return rc == 0 ? OC_OK
+                   : oc_error(OC_ERR_INTERNAL, "progress engine: pthread_mutex_init: %s",
+                              strerror(rc));
+}
+
+static oc_status_t help_auto(oc_pe_t *pe, int alone)
 {
     size_t len = strlen(pe->info);
     pe->help_us = alone ? OC_WAIT_HELP_AUTO_US : 0;
-    if (alone)
-        snprintf(pe->info + len, sizeof(pe->info) - len, "; waiting threads run the engine "
-                 "(OC_WAIT_HELP_US=auto: %u us)", pe->help_us);
+    if (!alone)
+        return OC_OK;
+    snprintf(pe->info + len, sizeof(pe->info) - len, "; waiting threads run the engine "
+             "(OC_WAIT_HELP_US=auto: %u us)", pe->help_us);
+    return init_lock(pe);
 }
 
 oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_us,
@@ -661,26 +683,21 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
     pe->help_us = mode == OC_PROGRESS_THREAD ? help_us : 0;
     pe->wake_fd = pe->epoll_fd = -1;
     oc_mpsc_init(&pe->queue);
-    if (mode == OC_PROGRESS_INLINE || pe->help_us > 0) {
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        rc = pthread_mutex_init(&pe->lock, &attr);
-        pthread_mutexattr_destroy(&attr);
-        pe->locked = rc == 0;
-        if (rc != 0) {
-            free(pe);
-            nic->ops->destroy(nic);
-            return oc_error(OC_ERR_INTERNAL, "progress engine: pthread_mutex_init: %s",
-                            strerror(rc));
-        }
+    if ((mode == OC_PROGRESS_INLINE || (pe->help_us > 0 && pe->help_us != OC_WAIT_HELP_AUTO)) &&
+        (st = init_lock(pe)) != OC_OK) {
+        free(pe);
+        nic->ops->destroy(nic);
+        return st;
     }
     if (mode == OC_PROGRESS_THREAD) {
         st = setup_epoll(pe);
+        if (st == OC_OK && sem_init(&pe->gate, 0, 0) != 0)
+            st = oc_error(OC_ERR_INTERNAL, "progress engine: sem_init: %s", strerror(errno));
         if (st != OC_OK) {
             oc_pe_destroy(pe);
             return st;
         }
+        pe->gated = 1;
         rc = pthread_create(&pe->thread, NULL, thread_main, pe);
         if (rc != 0) {
             oc_pe_destroy(pe);
@@ -690,12 +707,13 @@ oc_status_t oc_pe_create(oc_nic_t *nic, oc_progress_mode_t mode, unsigned spin_u
         pe->have_thread = 1;
         pthread_setname_np(pe->thread, "offcoll-pe");
         st = oc_pe_bind(pe->thread, cpus, pe->info, sizeof(pe->info), &pe->caller, &alone);
+        if (st == OC_OK && help_us == OC_WAIT_HELP_AUTO)
+            st = help_auto(pe, alone);
+        sem_post(&pe->gate); /* also where it failed: oc_pe_destroy stops the thread */
         if (st != OC_OK) {
             oc_pe_destroy(pe);
             return st;
         }
-        if (help_us == OC_WAIT_HELP_AUTO)
-            help_auto(pe, alone);
         if (pthread_getcpuclockid(pe->thread, &pe->cpu_clock) != 0)
             pe->cpu_clock = (clockid_t)-1;
     }
@@ -738,6 +756,8 @@ void oc_pe_destroy(oc_pe_t *pe)
         close(pe->epoll_fd);
     if (pe->locked)
         pthread_mutex_destroy(&pe->lock);
+    if (pe->gated)
+        sem_destroy(&pe->gate);
     free(pe);
 }
 

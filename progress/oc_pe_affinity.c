@@ -283,5 +283,6 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
     n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
     assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
     cpu = cpus[local_rank() % (unsigned long)n];
+    *alone = CPU_COUNT(&own) == 1 && CPU_ISSET(cpu, &own);
     return pinned(pin(thread, cpu), cpu, spec, own_str, info, size);
 }

@@ -104,7 +104,8 @@ static int two_cpus(void)
 /* The engine says so where waiting threads run it (OC_WAIT_HELP_US). */
 static int helps(oc_context_t *ctx)
 {
-    return strstr(oc_context_progress_info(ctx), "waiting threads run the engine") != NULL;
+    return strstr(oc_context_progress_info(ctx), "waiting threads run the engine "
+                                                 "(OC_WAIT_HELP_US=auto: 200 us)") != NULL;
 }
 
 static void parse(void **state)
@@ -261,6 +262,7 @@ static void help_auto(void **state)
     oc_config_t c;
     oc_context_t *ctx;
     cpu_set_t one;
+    char list[16];
     size_t i;
     (void)state;
     CPU_ZERO(&one);
@@ -273,6 +275,11 @@ static void help_auto(void **state)
                      oc_context_progress_info(ctx));
         assert_int_equal(oc_finalize(ctx), OC_OK);
     }
+    /* a CPU list that names the application's only CPU shares it too */
+    snprintf(list, sizeof(list), "%d", lo);
+    ctx = open_thread_ctx(list);
+    assert_true(helps(ctx));
+    assert_int_equal(oc_finalize(ctx), OC_OK);
     /* a value given is kept */
     assert_int_equal(oc_config_init(&c), OC_OK);
     c.progress = OC_PROGRESS_THREAD;
@@ -290,6 +297,10 @@ static void help_auto(void **state)
                      oc_context_progress_info(ctx));
         assert_int_equal(oc_finalize(ctx), OC_OK);
     }
+    snprintf(list, sizeof(list), "%d", lo); /* the application keeps the others */
+    ctx = open_thread_ctx(list);
+    assert_false(helps(ctx));
+    assert_int_equal(oc_finalize(ctx), OC_OK);
 }
 
 static void refused(void **state)
@@ -328,6 +339,7 @@ int main(void)
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
+    unsetenv("OC_WAIT_HELP_US");
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     unsetenv("MPI_LOCALRANKID");
     unsetenv("SLURM_LOCALID");
