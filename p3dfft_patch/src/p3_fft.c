@@ -22,10 +22,11 @@
 
 typedef struct {
     p3_kind_t kind;
-    int rank;            /* 1: transform along dim; 0: copy (skipped) */
+    int rank;            /* dims transformed: 2 (FFT-x and FFT-y together,
+                            p3_xy_run), 1, or 0: a copy (skipped) */
     int unaligned;
     int hrank;
-    fftw_iodim dim;
+    fftw_iodim dim[2];   /* r2c and c2r: the real transform along the last */
     fftw_iodim how[3];
 } plan_key_t;
 
@@ -52,15 +53,17 @@ static size_t out_elem(p3_kind_t k)
 }
 
 /* Elements one side of the key's geometry spans (the complex side of r2c and
- * c2r holds n/2+1 values along dim). */
+ * c2r holds n/2+1 values along the last dim). */
 static size_t extent(const plan_key_t *k, int out)
 {
-    int n = k->dim.n, i;
     size_t e = 1;
-    if ((k->kind == P3_R2C && out) || (k->kind == P3_C2R && !out))
-        n = n / 2 + 1;
-    if (k->rank)
-        e += (size_t)(n - 1) * (size_t)(out ? k->dim.os : k->dim.is);
+    int i;
+    for (i = 0; i < k->rank; i++) {
+        int n = k->dim[i].n;
+        if (i == k->rank - 1 && ((k->kind == P3_R2C && out) || (k->kind == P3_C2R && !out)))
+            n = n / 2 + 1;
+        e += (size_t)(n - 1) * (size_t)(out ? k->dim[i].os : k->dim[i].is);
+    }
     for (i = 0; i < k->hrank; i++)
         e += (size_t)(k->how[i].n - 1) * (size_t)(out ? k->how[i].os : k->how[i].is);
     return e;
@@ -82,19 +85,19 @@ static fftw_plan make_plan(const plan_key_t *k, unsigned flags)
     switch (k->kind) {
     case P3_C2C_FWD:
     case P3_C2C_BWD:
-        plan = fftw_plan_guru_dft(k->rank, &k->dim, k->hrank, k->how, in, out,
+        plan = fftw_plan_guru_dft(k->rank, k->dim, k->hrank, k->how, in, out,
                                   k->kind == P3_C2C_FWD ? FFTW_FORWARD : FFTW_BACKWARD, flags);
         break;
     case P3_R2C:
-        plan = fftw_plan_guru_dft_r2c(1, &k->dim, k->hrank, k->how, in, out, flags);
+        plan = fftw_plan_guru_dft_r2c(k->rank, k->dim, k->hrank, k->how, in, out, flags);
         break;
     case P3_C2R:
-        plan = fftw_plan_guru_dft_c2r(1, &k->dim, k->hrank, k->how, in, out, flags);
+        plan = fftw_plan_guru_dft_c2r(k->rank, k->dim, k->hrank, k->how, in, out, flags);
         break;
     case P3_R2R_COS:
     case P3_R2R_SIN: {
         fftw_r2r_kind r2r = k->kind == P3_R2R_COS ? FFTW_REDFT00 : FFTW_RODFT00;
-        plan = fftw_plan_guru_r2r(1, &k->dim, k->hrank, k->how, in, out, &r2r, flags);
+        plan = fftw_plan_guru_r2r(k->rank, k->dim, k->hrank, k->how, in, out, &r2r, flags);
         break;
     }
     }
@@ -202,43 +205,68 @@ static int plane_wise(const p3_t *p, const p3_stage_t *st)
     return st->dim.os == xs && st->dim.is != xs ? P3_GATHER : P3_WHOLE;
 }
 
-static int run_planes(p3_t *p, const p3_stage_t *st, int how, fftw_complex *in,
-                      fftw_complex *out)
-{
-    int xs = st->how[1].n, n = st->dim.n, lines = st->how[0].n;
-    int per = (lines + P3_CHUNKS - 1) / P3_CHUNKS, l, i;
-    size_t run = sizeof(fftw_complex) * (size_t)xs;
-    plan_key_t k;
+/* Where a plane's runs lie on its spread side. */
+typedef struct {
+    int n, xs;     /* n runs of xs complex values */
+    size_t stride; /* complex values from one run to the next */
+} p3_runs_t;
 
-    memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
-    k.kind = st->kind;
-    k.rank = 1;
-    k.dim = (fftw_iodim){n, xs, xs};
-    k.how[0] = st->how[1];
-    k.hrank = 1;
+/* `lines` transforms of key k, each between p->plane (the runs packed) and
+ * the spread side: P3_SCATTER, FFTW writes the plane and it is copied out;
+ * P3_GATHER, it is gathered and FFTW reads it. Line l's packed side starts
+ * at in (scatter) or out (gather) + l * step elements of its kind, its spread
+ * side step_spread complex values after line 0's. */
+static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_t *r, char *in,
+                      char *out, size_t step, size_t step_spread)
+{
+    int per = (lines + P3_CHUNKS - 1) / P3_CHUNKS, l, i;
+    size_t run = sizeof(fftw_complex) * (size_t)r->xs;
+
     for (l = 0; l < lines; l++) {
-        fftw_complex *src = in + (size_t)l * (size_t)st->how[0].is;
-        fftw_complex *dst = out + (size_t)l * (size_t)st->how[0].os;
+        fftw_complex *spread = (fftw_complex *)(how == P3_GATHER ? in : out) + l * step_spread;
+        char *packed = how == P3_GATHER ? out + l * step * out_elem(k->kind)
+                                        : in + l * step * in_elem(k->kind);
         fftw_plan plan;
 
         if (how == P3_GATHER)
-            for (i = 0; i < n; i++)
-                memcpy(p->plane + (size_t)i * xs, src + (size_t)i * (size_t)st->dim.is, run);
+            for (i = 0; i < r->n; i++)
+                memcpy(p->plane + (size_t)i * r->xs, spread + (size_t)i * r->stride, run);
         /* p->plane has FFTW's alignment; the user's side may not */
-        k.unaligned = fftw_alignment_of((double *)(how == P3_GATHER ? dst : src)) != 0;
-        if ((plan = get_plan(p, &k)) == NULL)
-            return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points", n);
+        k->unaligned = fftw_alignment_of((double *)packed) != 0;
+        if ((plan = get_plan(p, k)) == NULL)
+            return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points",
+                           k->dim[k->rank - 1].n);
         if (how == P3_GATHER) {
-            execute(plan, st->kind, p->plane, dst);
+            execute(plan, k->kind, p->plane, packed);
         } else {
-            execute(plan, st->kind, src, p->plane);
-            for (i = 0; i < n; i++)
-                memcpy(dst + (size_t)i * (size_t)st->dim.os, p->plane + (size_t)i * xs, run);
+            execute(plan, k->kind, packed, p->plane);
+            for (i = 0; i < r->n; i++)
+                memcpy(spread + (size_t)i * r->stride, p->plane + (size_t)i * r->xs, run);
         }
         if ((l + 1) % per == 0)
             p3_tr_progress(p);
     }
     return P3DFFT_OK;
+}
+
+/* Plane by plane, as the Y stage it replaces: the 2D transform's complex
+ * side is the packed plane, its runs spread as the Y side lays them out. */
+int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y)
+{
+    int nx = p->nx, ny = p->ny, xs = p->nxh;
+    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize};
+    plan_key_t k;
+
+    memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
+    k.kind = dir == P3_FWD ? P3_R2C : P3_C2R;
+    k.rank = 2;
+    k.dim[0] = dir == P3_FWD ? (fftw_iodim){ny, nx, xs} : (fftw_iodim){ny, xs, nx};
+    k.dim[1] = (fftw_iodim){nx, 1, 1};
+    if (dir == P3_FWD)
+        return run_planes(p, &k, P3_SCATTER, p->kjsize, &r, (char *)real, (char *)y,
+                          (size_t)nx * ny, (size_t)xs);
+    return run_planes(p, &k, P3_GATHER, p->kjsize, &r, (char *)y, (char *)real,
+                      (size_t)nx * ny, (size_t)xs);
 }
 
 int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
@@ -247,15 +275,26 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
     int per, first, how = plane_wise(p, st);
     plan_key_t k;
 
-    if (how != P3_WHOLE)
-        return run_planes(p, st, how, in, out);
+    if (how != P3_WHOLE) {
+        p3_runs_t r = {st->dim.n, st->how[1].n,
+                       (size_t)(how == P3_GATHER ? st->dim.is : st->dim.os)};
+        memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
+        k.kind = st->kind;
+        k.rank = 1;
+        k.dim[0] = (fftw_iodim){r.n, r.xs, r.xs};
+        k.how[0] = st->how[1];
+        k.hrank = 1;
+        return run_planes(p, &k, how, st->how[0].n, &r, in, out,
+                          (size_t)(how == P3_GATHER ? st->how[0].os : st->how[0].is),
+                          (size_t)(how == P3_GATHER ? st->how[0].is : st->how[0].os));
+    }
     if (is_r2r(st->kind))
         stage_in_doubles(st);
     per = chunk_lines(st);
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
     k.kind = st->kind;
     k.rank = !st->skip;
-    k.dim = st->dim;
+    k.dim[0] = st->dim;
     k.how[0] = st->how[0];
     k.how[1] = st->how[1];
     k.hrank = 2;
@@ -267,7 +306,7 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
         /* a copy: FFTW's rank-0 transform over the line as one more repetition */
         k.how[2] = st->dim;
         k.hrank = 3;
-        memset(&k.dim, 0, sizeof(k.dim));
+        memset(&k.dim[0], 0, sizeof(k.dim[0]));
     }
     for (first = 0; first < st->how[0].n; first += per) {
         char *ci = (char *)in + (size_t)first * (size_t)st->how[0].is * in_elem(st->kind);

@@ -131,6 +131,11 @@ int p3_auto_slabs(const p3_t *p);
 
 /* p3_fft.c */
 int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
+/* FFT-x and FFT-y of one variable together, one 2D transform per Z plane,
+ * where X and Y are both local (one rank in ROW, one slab): forward from the
+ * real X-pencil (nx, ny, kjsize) to the Y side of the Y-Z transpose (nxh,
+ * kjsize, ny); backward (dir P3_BWD) from there to the real X-pencil. */
+int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y);
 void p3_plans_free(p3_t *p);
 
 /* p3_tr.c: transpose t (P3_XY, P3_YZ) of unit `unit` in `slot`. */
