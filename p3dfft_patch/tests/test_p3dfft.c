@@ -94,40 +94,51 @@ static double sine_at(const grid_t *g, int v, long x, long y, long z)
     return sine_input(g, x, y, z);
 }
 
-/* The Z transforms under test: op letter, and the round-trip factor along Z
- * (Fourier nz, REDFT00 2(nz-1), RODFT00 2(nz+1)). */
-enum { ZF = 0, ZC, ZS, NZOPS };
-static const char zletter[NZOPS] = {'f', 'c', 's'};
+/* The transforms under test: along Y a Fourier transform or none, along Z
+ * also the cosine and sine ones; op letters, and the round-trip factors (Y:
+ * ny or 1; Z: Fourier nz, REDFT00 2(nz-1), RODFT00 2(nz+1), none 1). */
+enum { YF = 0, YN, NYOPS };
+static const char yletter[NYOPS] = {'f', 'n'};
+enum { ZF = 0, ZC, ZS, ZN, NZOPS };
+static const char zletter[NZOPS] = {'f', 'c', 's', 'n'};
 
-static double z_roundtrip(int zop, int nz)
+static double roundtrip(const grid_t *g, int yop, int zop)
 {
-    return zop == ZF ? nz : zop == ZC ? 2.0 * (nz - 1) : 2.0 * (nz + 1);
+    int nz = g->n[2];
+    double z = zop == ZF ? nz : zop == ZC ? 2.0 * (nz - 1) : zop == ZS ? 2.0 * (nz + 1) : 1;
+    return (double)g->n[0] * (yop == YF ? g->n[1] : 1) * z;
 }
 
-/* Serial reference, index (kz * ny + ky) * nxh + kx: the 2D r2c of every XY
- * plane, then along Z the c2c, or the r2r of the real and imaginary parts. */
-static fftw_complex *reference(const grid_t *g, int v, int zop)
+/* Serial reference, index (kz * ny + ky) * nxh + kx: the r2c of every X line
+ * and the c2c along Y (the 2D r2c of every XY plane) or none, then along Z
+ * the c2c, the r2r of the real and imaginary parts, or none. */
+static fftw_complex *reference(const grid_t *g, int v, int yop, int zop)
 {
     int nx = g->n[0], ny = g->n[1], nz = g->n[2], nxh = nx / 2 + 1, plane = nxh * ny;
     long x, y, z;
     double *r = fftw_alloc_real((size_t)nx * ny * nz);
     fftw_complex *c = fftw_alloc_complex((size_t)plane * nz);
     fftw_r2r_kind kind = zop == ZC ? FFTW_REDFT00 : FFTW_RODFT00;
-    fftw_plan xy = fftw_plan_many_dft_r2c(2, (int[]){ny, nx}, nz, r, NULL, 1, nx * ny, c, NULL,
-                                          1, plane, FFTW_ESTIMATE);
-    fftw_plan zp = zop == ZF ? fftw_plan_many_dft(1, &nz, plane, c, NULL, plane, 1, c, NULL, plane,
-                                                  1, FFTW_FORWARD, FFTW_ESTIMATE)
-                             : fftw_plan_many_r2r(1, &nz, 2 * plane, (double *)c, NULL, 2 * plane,
-                                                  1, (double *)c, NULL, 2 * plane, 1, &kind,
-                                                  FFTW_ESTIMATE);
+    fftw_plan xy = yop == YF ? fftw_plan_many_dft_r2c(2, (int[]){ny, nx}, nz, r, NULL, 1, nx * ny,
+                                                      c, NULL, 1, plane, FFTW_ESTIMATE)
+                             : fftw_plan_many_dft_r2c(1, &nx, ny * nz, r, NULL, 1, nx, c, NULL, 1,
+                                                      nxh, FFTW_ESTIMATE);
+    fftw_plan zp = zop == ZN   ? NULL
+                   : zop == ZF ? fftw_plan_many_dft(1, &nz, plane, c, NULL, plane, 1, c, NULL,
+                                                    plane, 1, FFTW_FORWARD, FFTW_ESTIMATE)
+                               : fftw_plan_many_r2r(1, &nz, 2 * plane, (double *)c, NULL,
+                                                    2 * plane, 1, (double *)c, NULL, 2 * plane, 1,
+                                                    &kind, FFTW_ESTIMATE);
     for (z = 0; z < nz; z++)
         for (y = 0; y < ny; y++)
             for (x = 0; x < nx; x++)
                 r[(z * ny + y) * nx + x] = input(v, x, y, z);
     fftw_execute(xy);
-    fftw_execute(zp);
     fftw_destroy_plan(xy);
-    fftw_destroy_plan(zp);
+    if (zp != NULL) {
+        fftw_execute(zp);
+        fftw_destroy_plan(zp);
+    }
     fftw_free(r);
     return c;
 }
@@ -239,17 +250,18 @@ static double spectrum_error(const grid_t *g, const fftw_complex *out, const fft
     return max_all(err) / mag;
 }
 
-/* Forward ("ff" and the Z letter) and backward (the Z letter and "ff") of nv
- * variables, checked against the reference; backward(forward(x)) is x times
- * nx ny and the Z transform's round-trip factor. */
-static void check_transforms(const grid_t *g, int nv, fftw_complex **refs, int zop)
+/* Forward ('f', the Y and the Z letter) and backward (the Z and the Y letter,
+ * 'f') of nv variables, checked against the reference; backward(forward(x))
+ * is x times the round-trip factors. */
+static void check_transforms(const grid_t *g, int nv, fftw_complex **refs, int yop, int zop)
 {
-    unsigned char fw[] = {'f', 'f', zletter[zop], 0}, bw[] = {zletter[zop], 'f', 'f', 0};
+    unsigned char fw[] = {'f', yletter[yop], zletter[zop], 0};
+    unsigned char bw[] = {zletter[zop], yletter[yop], 'f', 0};
     size_t rs = rsize(g), cs = csize(g), i;
     double *in = malloc(sizeof(double) * rs * (size_t)nv + 1);
     double *back = malloc(sizeof(double) * rs * (size_t)nv + 1);
     fftw_complex *out = fftw_alloc_complex(cs * (size_t)nv + 1);
-    double N = (double)g->n[0] * g->n[1] * z_roundtrip(zop, g->n[2]);
+    double N = roundtrip(g, yop, zop);
     int v;
 
     for (v = 0; v < nv; v++)
@@ -334,7 +346,7 @@ static void check_errhandler(const grid_t *g, fftw_complex **refs)
 {
     alltoallv_calls = alltoallv_fatal = 0;
     watch_alltoallv = 1;
-    check_transforms(g, 1, refs, ZF);
+    check_transforms(g, 1, refs, YF, ZF);
     watch_alltoallv = 0;
     CHECK(nproc == 1 || alltoallv_calls > 0, "no MPI_Alltoallv seen");
     CHECK(alltoallv_fatal == 0, "%d of %d MPI_Alltoallv calls on a communicator whose errors "
@@ -667,11 +679,12 @@ int main(int argc, char **argv)
 
     for (si = 0; si < 3; si++) {
         const grid_t whole = {.n = {sizes[si][0], sizes[si][1], sizes[si][2]}};
-        fftw_complex *refs[NZOPS][3];
-        int z;
-        for (z = 0; z < NZOPS; z++)
-            for (v = 0; v < 3; v++)
-                refs[z][v] = reference(&whole, v, z);
+        fftw_complex *refs[NYOPS][NZOPS][3];
+        int y, z;
+        for (y = 0; y < NYOPS; y++)
+            for (z = 0; z < NZOPS; z++)
+                for (v = 0; v < 3; v++)
+                    refs[y][z][v] = reference(&whole, v, y, z);
         for (gi = 0; gi < ngrid; gi++)
             for (mi = 0; mi < 3; mi++) {
                 snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s", sizes[si][0], sizes[si][1],
@@ -687,36 +700,39 @@ int main(int argc, char **argv)
                         snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d nv %d",
                                  sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
                                  grids[gi][1], modes[mi], slabs, nv);
-                        check_transforms(&g, nv, refs[ZF], ZF);
+                        check_transforms(&g, nv, refs[YF][ZF], YF, ZF);
                         if (nv != 2)
-                            check_in_place(&g, nv, refs[ZF]);
+                            check_in_place(&g, nv, refs[YF][ZF]);
                     }
-                    for (z = ZC; z < NZOPS; z++) {
-                        snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d op ff%c",
-                                 sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
-                                 grids[gi][1], modes[mi], slabs, zletter[z]);
-                        check_transforms(&g, 2, refs[z], z);
-                    }
+                    /* the other op strings: the Y and Z letters but "ff" */
+                    for (y = 0; y < NYOPS; y++)
+                        for (z = y == YF ? ZC : ZF; z < NZOPS; z++) {
+                            snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s slabs %d op f%c%c",
+                                     sizes[si][0], sizes[si][1], sizes[si][2], grids[gi][0],
+                                     grids[gi][1], modes[mi], slabs, yletter[y], zletter[z]);
+                            check_transforms(&g, 2, refs[y][z], y, z);
+                        }
                 }
                 if (si == 1) {
                     /* a mode switched after set-up: what the new mode needs is made */
                     const char *next = modes[(mi + 1) % 3];
                     check_sine(&g);
                     if (mi == 0)
-                        check_errhandler(&g, refs[ZF]);
+                        check_errhandler(&g, refs[YF][ZF]);
                     snprintf(tag, sizeof(tag), "%dx%dx%d dims %dx%d %s then %s", sizes[si][0],
                              sizes[si][1], sizes[si][2], grids[gi][0], grids[gi][1], modes[mi],
                              next);
                     CHECK_P3(Cp3dfft_set_transpose(next));
                     CHECK(strcmp(Cp3dfft_get_transpose(), next) == 0, "mode %s",
                           Cp3dfft_get_transpose());
-                    check_transforms(&g, 2, refs[ZF], ZF);
+                    check_transforms(&g, 2, refs[YF][ZF], YF, ZF);
                 }
                 CHECK_P3(Cp3dfft_clean());
             }
-        for (z = 0; z < NZOPS; z++)
-            for (v = 0; v < 3; v++)
-                fftw_free(refs[z][v]);
+        for (y = 0; y < NYOPS; y++)
+            for (z = 0; z < NZOPS; z++)
+                for (v = 0; v < 3; v++)
+                    fftw_free(refs[y][z][v]);
     }
     /* Offload mode with nothing to move (one rank) starts no offcoll context. */
     snprintf(tag, sizeof(tag), "1 rank, after every offload case");
