@@ -400,6 +400,8 @@ static int check_transform(const char *call, const void *in, int dim_in, size_t 
     if (!rc)
         rc = copy_in_place(in, dim_in, need_in, out, nv,
                            backward ? sizeof(fftw_complex) : sizeof(double), copy);
+    if (!rc)
+        rc = p3_xs_need(g, ops[1] == P3_OP_NONE);
     if ((rc = p3_agree(rc, g->comm))) {
         fftw_free(*copy);
         *copy = NULL;

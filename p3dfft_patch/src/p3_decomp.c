@@ -131,11 +131,10 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
     /* Where X-Y data moves, variable j+1's FFT-x fills a second slot while
        variable j's transpose is in flight (p3_pipeline.c). */
     p->xslots = p->iproc > 1 ? P3_SLOTS : 1;
-    for (s = 0; s < p->xslots; s++) {
+    for (s = 0; s < p->xslots && p->iproc > 1; s++) {
         p->xs[s] = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-        if (p->iproc > 1)
-            p->xr[s] = cbuf((size_t)p->iisize * ny * p->kjsize);
-        if (p->xs[s] == NULL || (p->iproc > 1 && p->xr[s] == NULL))
+        p->xr[s] = cbuf((size_t)p->iisize * ny * p->kjsize);
+        if (p->xs[s] == NULL || p->xr[s] == NULL)
             return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     }
     for (s = 0; s < P3_SLOTS; s++) {
@@ -175,6 +174,18 @@ int p3_slabs_init(p3_t *p, int nslab)
  * within one variable. On the 2-core development VM 2 and 4 slabs were 5-20%
  * slower than one in every mode (README; p3dfft_bench --slabs measures it),
  * so the default is no split. */
+/* With one rank in ROW the X-pencil buffer is a whole array that the
+ * default transform (FFT-x and FFT-y together) never touches: made at the
+ * first transform that does, and kept. */
+int p3_xs_need(p3_t *p, int yskip)
+{
+    if (p->xs[0] != NULL || p3_xy_fused(p, yskip))
+        return P3DFFT_OK;
+    if ((p->xs[0] = cbuf((size_t)p->nxh * p->jisize * p->kjsize)) == NULL)
+        return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-pencil work buffer");
+    return P3DFFT_OK;
+}
+
 int p3_auto_slabs(const p3_t *p)
 {
     (void)p;

@@ -126,6 +126,10 @@ int p3_agree(int rc, MPI_Comm comm);
 /* p3_decomp.c */
 int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm);
 int p3_slabs_init(p3_t *p, int nslab);
+/* Before a transform (yskip: 'n' along Y): makes the X-pencil buffer that
+ * FFT-x and FFT-y apart need where ROW has one rank (p3_xy_fused: not
+ * needed, not made). */
+int p3_xs_need(p3_t *p, int yskip);
 void p3_decomp_free(p3_t *p);
 int p3_auto_slabs(const p3_t *p);
 
@@ -160,6 +164,9 @@ fftw_complex *p3_tr_sbuf(const p3_t *p, int t, int dir, int slot, int unit);
 fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit);
 
 /* p3_pipeline.c */
+/* 1 where a transform with (yskip) or without an 'n' along Y runs FFT-x and
+ * FFT-y together (p3_xy_run): one rank in ROW, one slab, Y transformed. */
+int p3_xy_fused(const p3_t *p, int yskip);
 /* op: what to do along X, Y, Z (X is always r2c / c2r). */
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3]);

@@ -25,7 +25,7 @@
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
  * ROW and one slab, FFT-x and FFT-y run as one 2D transform per Z plane,
- * xy_fused, or, where Y is not transformed, FFT-y works on xs in place; with
+ * p3_xy_fused, or, where Y is not transformed, FFT-y works on xs in place; with
  * one rank in COL, FFT-z on the Z side's single block). With more than one
  * rank in ROW, FFT-x also
  * goes plane by plane through `line`, and x_line moves the X runs between it
@@ -173,7 +173,7 @@ static int fwd_x_start(p3_t *p, const double *in, int xsl)
  * array instead of two, with the plane in cache between them, as FFTW's own
  * 3D plans go. At N = 128 on one rank of the 2-vCPU Intel VM the two stages
  * took 25% less time so (README "Measured"). */
-static int xy_fused(const p3_t *p, int yskip)
+int p3_xy_fused(const p3_t *p, int yskip)
 {
     return y_in_place(p) && !yskip;
 }
@@ -240,7 +240,7 @@ static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_o
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int ahead = x_ahead(p), yskip = op[1] == P3_OP_NONE, fused = xy_fused(p, yskip), j, s, u = 0;
+    int ahead = x_ahead(p), yskip = op[1] == P3_OP_NONE, fused = p3_xy_fused(p, yskip), j, s, u = 0;
     int rc;
     double t;
     if (ahead && (rc = fwd_x_start(p, in, 0)))
@@ -339,7 +339,7 @@ static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip)
         return rc;
     p->timers[2] += now() - t;
     t = now();
-    if (xy_fused(p, skip)) { /* with the c2r; one rank in ROW: no Y-X transpose */
+    if (p3_xy_fused(p, skip)) { /* with the c2r; one rank in ROW: no Y-X transpose */
         rc = p3_xy_run(p, P3_BWD, out + (size_t)j * out_stride, rbuf);
         p->timers[11] += now() - t;
         return rc;
@@ -395,7 +395,7 @@ int p3_warmup(p3_t *p)
     /* Agreed: the transforms are collective. */
     rc = p3_agree(r == NULL || c == NULL
                       ? p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the planning transform")
-                      : P3DFFT_OK,
+                      : p3_xs_need(p, 0),
                   p->comm);
     if (rc == P3DFFT_OK) {
         memset(r, 0, sizeof(double) * nr);
