@@ -158,6 +158,10 @@ void p3_tr_drain(p3_t *p);
  * cancel every transfer. */
 void p3_tr_keep(void *buf);
 void p3_tr_progress(p3_t *p); /* lets MPI move the mpi_nb transposes */
+/* Block r of the side that transpose t receives forward (X-Y: Y range r of
+ * our X range; Y-Z: Z range r of the unit's slab): our own block lies on the
+ * other side, as the transposes do not move it. */
+fftw_complex *p3_tr_block(const p3_t *p, int t, int slot, int unit, int r);
 /* Where the unit's data lies before (send) and after (receive) transpose t
  * in direction dir. */
 fftw_complex *p3_tr_sbuf(const p3_t *p, int t, int dir, int slot, int unit);

@@ -21,6 +21,8 @@
  *   line  (xs, max(ny, nz))           one line of a slab's Y- or Z-pencil,
  *                                     or a plane (nxh, jisize) of FFT-x
  * The Y-Z layouts let FFT-y write and read the transpose's blocks directly.
+ * A rank's own block of either transpose is not moved: the stages read and
+ * write it on the transpose's other side (p3_tr_block).
  * FFT-y and FFT-z read and write the Y- and Z-pencils packed, one line at a
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
@@ -91,11 +93,10 @@ static int y_in_place(const p3_t *p)
  * rank in ROW) and p->line. to_line: blocks -> line (forward). */
 static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 {
-    fftw_complex *blocks = p3_tr_rbuf(p, P3_XY, P3_FWD, xsl, 0);
     int i, j;
     for (i = 0; i < p->iproc; i++) {
         int yn = p->yi.n[i];
-        fftw_complex *b = blocks + p->xy_rdsp[i] + x0 + (size_t)p->iisize * yn * k;
+        fftw_complex *b = p3_tr_block(p, P3_XY, xsl, 0, i) + x0 + (size_t)p->iisize * yn * k;
         fftw_complex *l = p->line + (size_t)xs * p->yi.s[i];
         /* with one slab (xs == iisize) the block's runs follow each other */
         int whole = xs == p->iisize, runs = whole ? 1 : yn;
@@ -105,15 +106,15 @@ static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
     }
 }
 
-/* Line y of a slab's Z-pencil, (xs, nz), between the Z side's blocks (block
- * r is (xs, zn_r, jjsize): the line's part of it is one run) and p->line.
- * to_line: blocks -> line (forward). */
-static void yz_line(p3_t *p, int xs, fftw_complex *blocks, int y, int to_line)
+/* Line y of slab s's Z-pencil, (xs, nz), between the Z side's blocks of
+ * Y-Z slot `slot` (block r is (xs, zn_r, jjsize): the line's part of it is
+ * one run) and p->line. to_line: blocks -> line (forward). */
+static void yz_line(p3_t *p, int slot, int s, int y, int to_line)
 {
-    int r;
+    int xs = p->slab.n[s], r;
     for (r = 0; r < p->jproc; r++) {
         int zn = p->zj.n[r], zs = p->zj.s[r];
-        fftw_complex *b = blocks + (size_t)xs * ((size_t)p->jjsize * zs + (size_t)zn * y);
+        fftw_complex *b = p3_tr_block(p, P3_YZ, slot, s, r) + (size_t)xs * zn * y;
         fftw_complex *t = p->line + (size_t)xs * zs;
         size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)zn;
         memcpy(to_line ? t : b, to_line ? b : t, bytes);
@@ -229,7 +230,7 @@ static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_o
     } else {
         st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
-            yz_line(p, xs, blocks, y, 1);
+            yz_line(p, slot, s, y, 1);
             rc = p3_stage_run(p, &st, p->line, out + (size_t)p->iisize * y);
         }
     }
@@ -282,7 +283,7 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
             if (rc == P3DFFT_OK)
-                yz_line(p, xs, blocks, y, 0);
+                yz_line(p, slot, s, y, 0);
         }
     }
     if (rc)

@@ -10,6 +10,9 @@
  * block i of side 1 is Y range i of our X range, (iisize, yn_i, kjsize).
  * Y-Z: block r of side 0 is the slab's Y range r, (xs, kjsize, yn_r), X
  * fastest; block r of side 1 is Z range r, (xs, zn_r, jjsize).
+ * Our own block is not moved: it has the same shape on both sides, and the
+ * stages read and write it where side 0 holds it (p3_tr_block), which saves
+ * copying 1/np of the data at every transpose, in every mode.
  */
 #include <stdlib.h>
 
@@ -47,8 +50,26 @@ fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit)
     return side(p, t, dir == P3_FWD ? 1 : 0, slot, unit);
 }
 
+/* Our index in transpose t's communicator. */
+static int own(const p3_t *p, int t)
+{
+    return t == P3_XY ? p->ipid : p->jpid;
+}
+
+fftw_complex *p3_tr_block(const p3_t *p, int t, int slot, int unit, int r)
+{
+    int mine = r == own(p, t);
+    fftw_complex *b = side(p, t, mine ? 0 : 1, slot, unit);
+    size_t xs = (size_t)p->slab.n[unit];
+    if (t == P3_XY)
+        return b + (mine ? p->xy_sdsp[r] : p->xy_rdsp[r]);
+    return b + xs * (mine ? (size_t)p->kjsize * (size_t)p->yj.s[r]
+                          : (size_t)p->jjsize * (size_t)p->zj.s[r]);
+}
+
 /* Counts and displacements in complex elements; c holds send counts, send
- * displacements, receive counts and receive displacements, np each. */
+ * displacements, receive counts and receive displacements, np each. Our own
+ * block's counts are 0 (p3_tr_block). */
 static void counts(const p3_t *p, int t, int dir, int unit, int *c)
 {
     int n = p->tr[t].np, xs = p->slab.n[unit], r;
@@ -66,6 +87,7 @@ static void counts(const p3_t *p, int t, int dir, int unit, int *c)
             s1[n + r] = xs * p->jjsize * p->zj.s[r];
         }
     }
+    s0[own(p, t)] = s1[own(p, t)] = 0;
 }
 
 /* Side sd's bytes of one unit of transpose t. */
