@@ -442,7 +442,7 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
                                     int persistent, oc_request_t **req)
 {
     oc_coll_args_t a;
-    size_t total = 0, extent = 0;
+    size_t total = 0, extent = 0, mean;
     int i;
     oc_status_t st = check_alltoallv(fn, team, sbuf, sbuf_bytes, scounts, sdispls, rbuf,
                                      rbuf_bytes, rcounts, rdispls, req);
@@ -462,13 +462,17 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     /* In place, the copy holds rbuf up to the end of its last block (checked
      * inside rbuf_bytes): nothing where every count is 0 and rbuf is NULL. */
     for (i = 0; i < team->size; i++) {
-        total += scounts[i];
+        if (i != team->rank)
+            total += scounts[i];
         if (rcounts[i] > 0 && rdispls[i] + rcounts[i] > extent)
             extent = rdispls[i] + rcounts[i];
     }
+    /* The blocks that cross the network choose the algorithm: a caller that
+     * keeps its own block elsewhere (count 0) must not halve it on 2 ranks. */
+    mean = team->size > 1 ? total / (size_t)(team->size - 1) : 0;
     if (persistent)
-        return persistent_create(fn, team, 1, &a, total / (size_t)team->size, extent, st, req);
-    return req_create(fn, team, 1, &a, total / (size_t)team->size, extent, OC_ALG_AUTO, req);
+        return persistent_create(fn, team, 1, &a, mean, extent, st, req);
+    return req_create(fn, team, 1, &a, mean, extent, OC_ALG_AUTO, req);
 }
 
 oc_status_t oc_request_ialltoall(const char *fn, oc_team_t *team, const void *sbuf, void *rbuf,

@@ -170,10 +170,6 @@ int p3_slabs_init(p3_t *p, int nslab)
     return P3DFFT_OK;
 }
 
-/* Slabs trade smaller FFT batches and more, smaller messages for overlap
- * within one variable. On the 2-core development VM 2 and 4 slabs were 5-20%
- * slower than one in every mode (README; p3dfft_bench --slabs measures it),
- * so the default is no split. */
 /* With one rank in ROW the X-pencil buffer is a whole array that the
  * default transform (FFT-x and FFT-y together) never touches: made at the
  * first transform that does, and kept. */
@@ -186,6 +182,10 @@ int p3_xs_need(p3_t *p, int yskip)
     return P3DFFT_OK;
 }
 
+/* Slabs trade smaller FFT batches and more, smaller messages for overlap
+ * within one variable. On the 2-core development VM 2 and 4 slabs were 5-20%
+ * slower than one in every mode (README; p3dfft_bench --slabs measures it),
+ * so the default is no split. */
 int p3_auto_slabs(const p3_t *p)
 {
     (void)p;

@@ -205,6 +205,15 @@ static int plane_wise(const p3_t *p, const p3_stage_t *st)
     return st->dim.os == xs && st->dim.is != xs ? P3_GATHER : P3_WHOLE;
 }
 
+/* n: the points of a transform of rank 0 or 1. */
+static int plan_failed(const plan_key_t *k, int n)
+{
+    if (k->rank == 2)
+        return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a 2D transform of %d x %d points",
+                       k->dim[0].n, k->dim[1].n);
+    return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points", n);
+}
+
 /* Where a plane's runs lie on its spread side. */
 typedef struct {
     int n, xs;     /* n runs of xs complex values */
@@ -234,8 +243,7 @@ static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_
         /* p->plane has FFTW's alignment; the user's side may not */
         k->unaligned = fftw_alignment_of((double *)packed) != 0;
         if ((plan = get_plan(p, k)) == NULL)
-            return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points",
-                           k->dim[k->rank - 1].n);
+            return plan_failed(k, k->dim[0].n);
         if (how == P3_GATHER) {
             execute(plan, k->kind, p->plane, packed);
         } else {
@@ -319,8 +327,7 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
         k.unaligned = fftw_alignment_of((double *)ci) != 0 || fftw_alignment_of((double *)co) != 0;
         plan = get_plan(p, &k);
         if (plan == NULL)
-            return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points",
-                           st->dim.n);
+            return plan_failed(&k, st->dim.n);
         execute(plan, st->kind, ci, co);
         p3_tr_progress(p);
     }

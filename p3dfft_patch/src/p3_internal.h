@@ -96,13 +96,15 @@ typedef struct {
     /* X-Y blocks in complex elements: forward send (side 0) and receive (side 1) */
     int *xy_scnt, *xy_sdsp, *xy_rcnt, *xy_rdsp;
     int xslots;          /* X-Y slots: 2 where X-Y data moves, else 1 */
-    fftw_complex *xs[P3_SLOTS]; /* X-Y side 0, (nxh, jisize, kjsize) in X ranges */
+    fftw_complex *xs[P3_SLOTS]; /* X-Y side 0, (nxh, jisize, kjsize) in X ranges;
+                                   one rank in ROW: NULL until p3_xs_need */
     fftw_complex *xr[P3_SLOTS]; /* X-Y side 1, (iisize, yn_i, kjsize) blocks; one rank in ROW: none */
     fftw_complex *ya[P3_SLOTS]; /* Y-Z side 0 per slot, slab after slab (xs, kjsize, ny) */
     fftw_complex *zb[P3_SLOTS]; /* Y-Z side 1 per slot, slab after slab, blocks (xs, kj_r,
                                    jjsize); one rank in COL: none */
     fftw_complex *line;  /* a slab's Y- or Z-pencil line, or an FFT-x plane (nxh, jisize) */
-    fftw_complex *plane; /* one plane of a stage, (xs, n) packed: p3_fft.c */
+    fftw_complex *plane; /* one plane of a stage, (xs, n) packed, or the complex
+                            side (nxh, ny) of p3_xy_run's 2D plane: p3_fft.c */
     size_t plane_len;    /* its complex values */
 
     p3_mode_t mode;
@@ -163,7 +165,8 @@ void p3_tr_progress(p3_t *p); /* lets MPI move the mpi_nb transposes */
  * other side, as the transposes do not move it. */
 fftw_complex *p3_tr_block(const p3_t *p, int t, int slot, int unit, int r);
 /* Where the unit's data lies before (send) and after (receive) transpose t
- * in direction dir. */
+ * in direction dir, but for our own block, which stays on side 0
+ * (p3_tr_block). */
 fftw_complex *p3_tr_sbuf(const p3_t *p, int t, int dir, int slot, int unit);
 fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit);
 

@@ -29,9 +29,9 @@
  * ROW and one slab, FFT-x and FFT-y run as one 2D transform per Z plane,
  * p3_xy_fused, or, where Y is not transformed, FFT-y works on xs in place; with
  * one rank in COL, FFT-z on the Z side's single block). With more than one
- * rank in ROW, FFT-x also
- * goes plane by plane through `line`, and x_line moves the X runs between it
- * and the X-Y blocks; with one, FFT-x writes xs, the Y side's only block.
+ * rank in ROW, FFT-x also goes plane by plane through `line`, and x_line
+ * moves the X runs between it and the X-Y blocks; with one, and not fused,
+ * FFT-x writes xs, the Y side's only block.
  */
 #include <string.h>
 
@@ -89,8 +89,9 @@ static int y_in_place(const p3_t *p)
 }
 
 /* Line k (of kjsize) of slab [x0, x0 + xs) of the Y-pencil, (xs, ny), between
- * X-Y side 1 of slot xsl (block i is (iisize, yn_i, kjsize); xs with one
- * rank in ROW) and p->line. to_line: blocks -> line (forward). */
+ * the Y side's blocks of X-Y slot xsl (p3_tr_block: block i is (iisize,
+ * yn_i, kjsize), our own on side 0) and p->line. to_line: blocks -> line
+ * (forward). */
 static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 {
     int i, j;
@@ -107,8 +108,9 @@ static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 }
 
 /* Line y of slab s's Z-pencil, (xs, nz), between the Z side's blocks of
- * Y-Z slot `slot` (block r is (xs, zn_r, jjsize): the line's part of it is
- * one run) and p->line. to_line: blocks -> line (forward). */
+ * Y-Z slot `slot` (p3_tr_block: block r is (xs, zn_r, jjsize), our own
+ * (xs, kjsize, ny) on the Y side; the line's part of either is one run) and
+ * p->line. to_line: blocks -> line (forward). */
 static void yz_line(p3_t *p, int slot, int s, int y, int to_line)
 {
     int xs = p->slab.n[s], r;
@@ -327,7 +329,8 @@ static int bwd_x_finish(p3_t *p, int xsl, double *out)
 /* Mirrors fwd_y_start: FFT-y of unit u writes the Y-pencil packed along Y.
  * After a variable's last slab its Y-X transpose starts, and the c2r of the
  * variable x_ahead before it follows (0: this one; 1: the one before, whose
- * Y-X has had this variable's work to complete in). */
+ * Y-X has had this variable's work to complete in). Fused (p3_xy_fused),
+ * FFT-y and the c2r run together here and no Y-X transpose exists. */
 static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip)
 {
     int slot = u % P3_SLOTS, s = u % p->nslab, j = u / p->nslab, ahead = x_ahead(p);
@@ -386,7 +389,9 @@ int p3_warmup(p3_t *p)
 {
     /* Fourier transforms only: most codes never ask for the cosine or sine
      * transform, whose plans are made (on scratch arrays) by the first
-     * transform that uses them. */
+     * transform that uses them. So are, where FFT-x and FFT-y are fused
+     * (p3_xy_fused), the plans of FFT-x alone that an op string with 'n'
+     * along Y needs. */
     static const p3_op_t fourier[3] = {P3_OP_FFT, P3_OP_FFT, P3_OP_FFT};
     size_t nr = (size_t)p->nx * p->jisize * p->kjsize, nc = (size_t)p->iisize * p->jjsize * p->nz;
     double *r = fftw_alloc_real(nr > 0 ? nr : 1);
