@@ -121,7 +121,7 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
                              oc_persist_put_t *put)
 {
     int n = team->size, r, all_put = 1;
-    persist_msg_t *out = calloc(2 * (size_t)n, sizeof(*out)), *in = out + n;
+    persist_msg_t *out = calloc(2 * (size_t)n, sizeof(*out)), *in;
     oc_error_saved_t detail; /* this member's reason, across the exchange */
     char what[96];
     oc_status_t xst;
@@ -133,6 +133,7 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
         oc_team_skip_ops(team, 1, 0);
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
     }
+    in = out + n;
     oc_error_save(&detail);
     if (st == OC_OK)
         fill_messages(team, a, *alg, fallback, out);
