@@ -18,7 +18,7 @@ static const char *const backend_names[] = {"auto", "ucx", "verbs"};
 static const char *const intranode_names[] = {"shm", "loopback"};
 
 #define NAME_OF(names, v) \
-    ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof(names[0]) ? names[v] : "invalid")
+    ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof((names)[0]) ? (names)[v] : "invalid")
 
 const char *oc_alg_name(oc_alg_t alg)
 {
@@ -104,7 +104,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
 
 #define ENUM(var, names, field, type)                                            \
     e = (int)c.field;                                                            \
-    if ((st = oc_env_enum(var, names, (int)(sizeof(names) / sizeof(names[0])), &e)) != OC_OK) \
+    if ((st = oc_env_enum(var, names, (int)(sizeof(names) / sizeof((names)[0])), &e)) != OC_OK) \
         return st;                                                               \
     c.field = (type)e;
 #define UINT(var, min, max, field)                                               \

@@ -234,8 +234,10 @@ static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *
         }
     }
     all = calloc((size_t)team->size, sizeof(*all));
-    if (all == NULL)
+    if (all == NULL) {
+        oc_team_skip_ops(team, 1, 0); /* the peers' allgather, so that the next ones pair */
         return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d ranks", team->size);
+    }
     xst = oc_team_allgather(team, &mine, sizeof(mine), all);
     if (xst != OC_OK) {
         free(all);

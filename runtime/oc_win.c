@@ -184,8 +184,10 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
     oc_status_t st;
     int r;
 
-    if (all == NULL)
+    if (all == NULL) {
+        oc_team_skip_ops(team, 2, 0); /* the peers' two allgathers, so that the vote pairs */
         return oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
+    }
     st = oc_team_allgather(team, &mine, sizeof(mine), all);
     if (st == OC_OK) {
         a->stride = 1;
@@ -200,6 +202,8 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
     if (st == OC_OK) {
         memcpy(padded, a->key, a->key_len);
         st = oc_team_allgather(team, padded, a->stride, keys);
+    } else {
+        oc_team_skip_ops(team, 1, 0); /* the peers' second allgather */
     }
     if (st == OC_OK) {
         for (r = 0; r < team->size; r++) {

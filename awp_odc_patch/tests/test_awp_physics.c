@@ -90,6 +90,12 @@ static void arrivals(const char *path)
         double e[3], dist = 0, *radial = calloc((size_t)sc.steps, sizeof(double));
         double *transverse = calloc((size_t)sc.steps, sizeof(double)), tp, ts, t0;
         int d;
+        if (radial == NULL || transverse == NULL) {
+            CHECK(0, "out of memory for the traces of %d steps", sc.steps);
+            free(radial);
+            free(transverse);
+            break;
+        }
         for (d = 0; d < 3; d++) {
             e[d] = (sc.rec[r][d] - sc.source.pos[d]) * sc.h;
             dist += e[d] * e[d];

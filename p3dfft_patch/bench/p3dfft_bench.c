@@ -172,7 +172,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     int d[2] = {dims[0], dims[1]}, mem[3], s[3], e[3], rsz[3], csz[3], v;
     long it, total = o->warmup + o->iters, i;
     unsigned char fw[] = "fft", bw[] = "tff";
-    double *A, *B, *C, *t = calloc((size_t)o->iters + 1, sizeof(double));
+    double *A, *B, *C, *t = (double *)buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
     double timers[P3DFFT_NTIMERS], err = 0, N = (double)n * n * n;
     size_t nr, nc;
     result_t r = {0};
@@ -228,7 +228,8 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
     ptrdiff_t local_n0, start0, local_n1, start1, alloc, i, j, k;
     ptrdiff_t nh = n / 2 + 1;
     long it, total = o->warmup + o->iters;
-    double *in, *t = calloc((size_t)o->iters + 1, sizeof(double)), err = 0, N = (double)n * n * n;
+    double *in, *t = (double *)buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
+    double err = 0, N = (double)n * n * n;
     double *orig;
     fftw_complex *out;
     fftw_plan fwd, bwd;
