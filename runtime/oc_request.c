@@ -468,7 +468,7 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
             extent = rdispls[i] + rcounts[i];
     }
     /* The blocks that cross the network choose the algorithm: a caller that
-     * keeps its own block elsewhere (count 0) must not halve it on 2 ranks. */
+     * keeps its own block elsewhere (count 0) must not lower the mean. */
     mean = team->size > 1 ? total / (size_t)(team->size - 1) : 0;
     if (persistent)
         return persistent_create(fn, team, 1, &a, mean, extent, st, req);
