@@ -149,6 +149,55 @@ static void test_alltoallv(oc_team_t *team, size_t scale, int salt, int rounds, 
     free(isc); free(isd); free(irc); free(ird);
 }
 
+/* auto's rule for alltoallv takes the mean of the blocks to other ranks: a
+ * rank that keeps its own block out (count 0, as P3DFFT does) and sends
+ * OC_RINGK_MIN bytes to every peer gets ring-k where the team is large
+ * enough for it (n - 1 > k), not burst for a mean lowered by its own 0. */
+static void test_auto_mean(void)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_request_t *req = NULL;
+    size_t *c = calloc(4 * (size_t)nprocs, sizeof(*c)), *d = c + nprocs, total;
+    int *ic = calloc(2 * (size_t)nprocs, sizeof(*ic)), *id = ic + nprocs, p;
+    unsigned char *s, *r, *ref;
+    oc_alg_t want;
+
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.ringk = 2;
+    cfg.ringk_min = 4096;
+    cfg.timeout_s = 60;
+    want = nprocs - 1 > (int)cfg.ringk ? OC_ALG_RINGK : OC_ALG_BURST;
+    for (p = 0; p < nprocs; p++) {
+        c[p] = p == rank ? 0 : cfg.ringk_min;
+        d[p] = (size_t)p * cfg.ringk_min;
+        ic[p] = (int)c[p];
+        id[p] = (int)d[p];
+    }
+    total = (size_t)nprocs * cfg.ringk_min;
+    s = malloc(total);
+    r = malloc(total);
+    ref = malloc(total);
+    for (p = 0; p < (int)total; p++)
+        s[p] = (unsigned char)(p * 7 + rank);
+    memset(r, 0xEE, total);
+    memset(ref, 0xEE, total);
+    MPI_Alltoallv(s, ic, id, MPI_BYTE, ref, ic, id, MPI_BYTE, MPI_COMM_WORLD);
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    CHECK_OC(oc_ialltoallv(team, s, total, c, d, r, total, c, d, &req));
+    CHECK(oc_request_alg(req) == want, "[auto mean] %d ranks, own block 0, %zu bytes to each "
+          "peer: auto chose %s, not %s", nprocs, cfg.ringk_min,
+          oc_alg_name(oc_request_alg(req)), oc_alg_name(want));
+    CHECK_OC(oc_wait(req));
+    CHECK(memcmp(r, ref, total) == 0, "[auto mean] differs from MPI_Alltoallv");
+    CHECK_OC(oc_request_free(req));
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(s); free(r); free(ref); free(c); free(ic);
+}
+
 int main(int argc, char **argv)
 {
     static const size_t blocks[] = {0, 1, 7, 4099, 1 << 20};
@@ -183,5 +232,6 @@ int main(int argc, char **argv)
                 CHECK_OC(oc_team_free(team));
                 CHECK_OC(oc_finalize(ctx));
             }
+    test_auto_mean();
     return check_finish("test_alltoall");
 }
