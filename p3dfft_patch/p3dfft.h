@@ -49,8 +49,8 @@ enum {
  * waiting for a transpose, i.e. what the overlap did not hide. With dims[0]
  * = 1 and one slab, FFT-x and FFT-y (unless the op string skips Y) run
  * together, plane by plane: timer 4 holds both forward, timer 11 both
- * backward, and 6 and 9 stay 0. Seconds,
- * summed over calls since Cset_timers. */
+ * backward, and 6 and 9 stay 0. Seconds, summed over calls since
+ * Cset_timers. */
 #define P3DFFT_NTIMERS 12
 
 /* dims = {iproc, jproc}, product = size of the communicator whose Fortran
