@@ -2,11 +2,13 @@
  * Bad input returns an error status and a message naming the argument, never
  * a crash: NULL buffers with non-zero size, size overflow, NULL team, freeing
  * an active request, starting an active persistent request, displacements
- * outside the buffer, overlapping receive blocks, counts that disagree
- * between sender and receiver (also where the schedule is cut into one list
- * per stage, and the mismatch in an early one must not keep the rank's later
- * messages from its peers); a team creation in which one member has no
- * context fails on every member instead of leaving the others waiting.
+ * outside the buffer, overlapping receive blocks or send and receive
+ * buffers, restarting a one-shot request, freeing a team that still has a
+ * request, counts that disagree between sender and receiver (also where the
+ * schedule is cut into one list per stage, and the mismatch in an early one
+ * must not keep the rank's later messages from its peers); a team creation
+ * in which one member has no context fails on every member instead of
+ * leaving the others waiting.
  */
 #include <stdint.h>
 #include <string.h>
@@ -78,12 +80,21 @@ static void bad_arguments(oc_team_t *team)
     CHECK_ERR(oc_alltoallv_init(team, s, 64 * n, c, d, r, 64 * n, c, rd, &req),
               OC_ERR_INVALID_ARG, "rdispls[");
     rd[n - 1] = d[n - 1];
+    CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, s + 8, 64 * n - 8, c, d, &req),
+              OC_ERR_INVALID_ARG, "sbuf and rbuf overlap");
     if (n > 1) {
         rd[1] = 8; /* overlaps rank 0's block at 0..16 */
         CHECK_ERR(oc_ialltoallv(team, s, 64 * n, c, d, r, 64 * n, c, rd, &req),
                   OC_ERR_INVALID_ARG, "overlap");
     }
     CHECK(req == NULL, "a refused call leaves *req NULL");
+    /* a completed one-shot request cannot be restarted, and its team cannot
+     * be freed before it is */
+    CHECK_OC(oc_ialltoall(team, s, r, 8, &req));
+    CHECK_OC(oc_wait(req));
+    CHECK_ERR(oc_start(req), OC_ERR_INVALID_ARG, "not persistent");
+    CHECK_ERR(oc_team_free(team), OC_ERR_BUSY, "1 request(s) and 0 window(s)");
+    CHECK_OC(oc_request_free(req));
     free(s); free(r); free(c); free(d); free(rd);
 }
 

@@ -28,8 +28,10 @@
  * MPI_Allreduce: a completed wait must not leave work that only this rank's
  * progress can do (a neighbour's wait would time out).
  *
- * Then the argument checks, each refused with a message naming it; a field
- * started twice is refused with OC_ERR_BUSY and its exchange still completes.
+ * Then the argument checks, each refused with a message naming it (also
+ * neighbours whose faces and ghosts differ in extent, and ranks that pass
+ * other parameters: refused on every rank); a field started twice is
+ * refused with OC_ERR_BUSY and its exchange still completes.
  */
 #include <sched.h>
 #include <stdint.h>
@@ -495,7 +497,7 @@ static void bad_arguments(oc_team_t *team)
         f[i].n[0] = f[i].n[1] = f[i].n[2] = 2;
         f[i].elem_size = 8;
         f[i].dim_mask = 0;
-        f[i].data = calloc(4 * 4 * 4, 8);
+        f[i].data = calloc(5 * 5 * 5, 8); /* room for n = 3 */
     }
 
     CHECK_ERR(oc_halo_create(NULL, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "team is NULL");
@@ -537,6 +539,21 @@ static void bad_arguments(oc_team_t *team)
         f[1].data = NULL;
         CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "data");
         f[1].data = keep;
+    }
+    f[1].n[2] = 0;
+    CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "fields[1].n[2]=0");
+    f[1].n[2] = 2;
+    if (nprocs > 1) {
+        /* rank 0's faces are 3 cells wide, its neighbours' ghosts 2: every
+         * rank refuses (some dimension has two ranks, all are periodic) */
+        f[1].n[0] = f[1].n[1] = f[1].n[2] = rank == 0 ? 3 : 2;
+        CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_MISMATCH,
+                  "neighbours must agree");
+        f[1].n[0] = f[1].n[1] = f[1].n[2] = 2;
+        p.corners = rank == 0;
+        CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_MISMATCH,
+                  "passed other parameters");
+        p.corners = 0;
     }
     f[1].n[0] = f[1].n[1] = f[1].n[2] = (size_t)1 << 30;
     CHECK_ERR(oc_halo_create(team, &p, f, 2, &halo), OC_ERR_INVALID_ARG, "address space");

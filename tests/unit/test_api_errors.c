@@ -4,7 +4,8 @@
  * names it; the accessors answer a NULL object with a harmless value. Team
  * creation with a stand-in for the other member: a member refused locally
  * still votes once, so that its peer is not left waiting, a peer's failure
- * fails this member too, and so does what the hello reveals.
+ * fails this member too, and so does what the hello reveals; an allgather
+ * that fails in any round fails the creation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +69,27 @@ static int scripted(const void *src, void *dst, size_t len, void *arg)
     } else {
         assert_int_equal(len, sizeof(vote));
         memcpy((char *)dst + len, &vote, len);
+    }
+    return 0;
+}
+
+/* A stand-in that echoes every round as member 1's answer (the hello with
+ * rank 1), until round fail_at, where the out-of-band allgather fails. */
+static int fail_at;
+
+static int failing(const void *src, void *dst, size_t len, void *arg)
+{
+    (void)arg;
+    if (++rounds == fail_at)
+        return -1;
+    memcpy(dst, src, len);
+    memcpy((char *)dst + len, src, len);
+    if (rounds == 2) {
+        uint32_t hello[4];
+        assert_int_equal(len, sizeof(hello));
+        memcpy(hello, src, len);
+        hello[2] = 1;
+        memcpy((char *)dst + len, hello, len);
     }
     return 0;
 }
@@ -161,6 +183,29 @@ static void test_team_create_after_hello(void **state)
     peer_rank = 1;
 }
 
+/* The application's allgather failing in any of the five rounds fails the
+ * creation with OC_ERR_BACKEND, whatever the rounds before it set up; the
+ * stand-in that never fails makes a team, so each failure is the one meant. */
+static void test_team_create_allgather_fails(void **state)
+{
+    oc_team_t *team = NULL;
+    oc_team_params_t p = {0, 2, failing, NULL};
+
+    for (fail_at = 1; fail_at <= 5; fail_at++) {
+        rounds = 0;
+        assert_int_equal(oc_team_create(*state, &p, &team), OC_ERR_BACKEND);
+        assert_non_null(strstr(oc_last_error(), "the out-of-band allgather failed"));
+        assert_int_equal(rounds, fail_at);
+        assert_null(team);
+    }
+    fail_at = 0;
+    rounds = 0;
+    assert_int_equal(oc_team_create(*state, &p, &team), OC_OK);
+    assert_int_equal(rounds, 5);
+    assert_int_equal(oc_team_size(team), 2);
+    assert_int_equal(oc_team_free(team), OC_OK);
+}
+
 static void test_context_args(void **state)
 {
     oc_context_t *ctx = *state;
@@ -202,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_team_create_args),
         cmocka_unit_test(test_team_create_peer_failed),
         cmocka_unit_test(test_team_create_after_hello),
+        cmocka_unit_test(test_team_create_allgather_fails),
         cmocka_unit_test(test_context_args),
         cmocka_unit_test(test_null_accessors),
         cmocka_unit_test(test_set_last_error),
