@@ -451,6 +451,11 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_setup(NULL, n, n, n, comm, n, n, n, 0, mem), "dims");
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, NULL), "memsize");
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n + 1, n, n, 0, mem), "nxc");
+    CHECK_FAILS(Cp3dfft_setup(dims, 1, n, n, comm, 1, n, n, 0, mem), "need nx >= 2");
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, MPI_Comm_c2f(MPI_COMM_NULL), n, n, n, 0, mem),
+                "comm_f");
+    CHECK_FAILS(Cp3dfft_setup(dims, 1 << 16, 1 << 16, 1 << 16, comm, 1 << 16, 1 << 16, 1 << 16,
+                              0, mem), "too large for MPI's int counts");
     if (nproc > 1) {
         CHECK_FAILS(Cp3dfft_setup(dims, n, n, 1, comm, n, n, 1, 0, mem), "dims[1]");
         dims[0] = nproc, dims[1] = 1;
@@ -517,6 +522,7 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, cos_z), "op[2] = 'c'");
     CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, sin_y), "op[1] = 's'");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1, a + 2, 1, 2, fw), "dim_in");
+    CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1 << 20, a + 2, 1, 2, fw), "dim_out");
     CHECK_FAILS(Cp3dfft_ftran_r2c_many(a, 1 << 20, a + 2, 1 << 20, 0, fw), "nv");
     /* refused on one rank only: refused on all, none left waiting in a transpose */
     CHECK_FAILS(Cp3dfft_ftran_r2c(rank == 0 ? NULL : a, a + 2, fw),
