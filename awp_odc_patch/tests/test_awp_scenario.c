@@ -25,6 +25,8 @@ static const char *const good[] = {
 /* Longer than the parsers' lines (4096 bytes, 512 in a layers file),
  * filled in by fill_long_texts. */
 static char long_line[5000], long_override[4200], long_layers[700];
+/* One receiver and one snapshot step more than the limits (64 each). */
+static char many_receivers[64 * 8 + 32], many_snapshots[64 * 2 + 32];
 
 typedef struct {
     const char *what;
@@ -126,6 +128,42 @@ static const case_t cases[] = {
      "hex_layers.txt:2: expected 'top_depth vp vs rho', got '0x1f4 3000 1700 2400'", {NULL}},
     {"line longer than the layers file's buffer", "media = layers long_layers.txt", 4, 1,
      "long_layers.txt:1: line longer than 511 characters", {NULL}},
+    {"a grid without cells along y", "grid = 24 0 24", 0, 1,
+     "grid: cell counts must be positive, got '24 0 24'", {NULL}},
+    {"negative steps", "steps = -1", 3, 1, "steps: must be >= 0, not -1", {NULL}},
+    {"homogeneous without rho", "media = homogeneous 3000 1700", 4, 1,
+     "media: expected 'homogeneous vp vs rho', got 'homogeneous 3000 1700'", {NULL}},
+    {"free surface neither 0 nor 1", "grid = 24 24 24", 0, 1,
+     "freesurface: expected 0 or 1, got 'yes'", {"freesurface=yes"}},
+    {"negative sponge width", "sponge = -1 0.92", 10, 1,
+     "sponge: expected 'nd arbc' (nd cells >= 0), got '-1 0.92'", {NULL}},
+    {"sponge factor of 1", "sponge = 8 1", 10, 1, "sponge: arbc must lie in (0, 1), not 1",
+     {NULL}},
+    {"source with two coordinates", "source = 12 12", 5, 1,
+     "source: expected the source cell 'i j k', got '12 12'", {NULL}},
+    {"receiver with two coordinates", "receivers = 1 2 3; 4 5", 8, 1,
+     "receivers: expected cells 'i j k' separated by ';', got ' 4 5'", {NULL}},
+    {"65 receivers", many_receivers, 8, 1, "receivers: more than 64 receivers", {NULL}},
+    {"no ranks along x", "proc = 0 1 1", 9, 1,
+     "proc: expected 'auto' or 'px py pz' (each >= 1), got '0 1 1'", {NULL}},
+    {"snapshots and a plane chosen", "grid = 24 24 24", 0, 1, NULL,
+     {"snapshots=1 10", "snapshot_plane=z 23"}},
+    {"snapshot at step 0", "grid = 24 24 24", 0, 1, "snapshots: steps count from 1, got 0",
+     {"snapshots=0 5"}},
+    {"snapshot after the last step", "grid = 24 24 24", 0, 1,
+     "snapshots: step 11 lies after the last step 10", {"snapshots=5 11"}},
+    {"65 snapshots", many_snapshots, 9, 1, "snapshots: more than 64 steps", {NULL}},
+    {"snapshot plane outside the grid", "grid = 24 24 24", 0, 1,
+     "snapshot_plane: index 24 lies outside 0..23", {"snapshot_plane=z 24"}},
+    {"unknown snapshot field", "grid = 24 24 24", 0, 1,
+     "snapshot_field: unknown field 'p' (u1 v1 w1 xx yy zz xy xz yz)", {"snapshot_field=p"}},
+    {"a stress snapshot", "grid = 24 24 24", 0, 1, NULL, {"snapshot_field=xy", "snapshots=3"}},
+    {"empty output folder", "grid = 24 24 24", 0, 1, "output: expected a folder name",
+     {"output="}},
+    {"negative progress", "grid = 24 24 24", 0, 1, "progress: must be >= 0, not -5",
+     {"progress=-5"}},
+    {"progress as a word", "grid = 24 24 24", 0, 1,
+     "progress: expected 'auto' or a number of steps, got 'often'", {"progress=often"}},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -182,6 +220,7 @@ static int layers_files(const char *folder, int remove_them)
  * receivers that a cut would silently shorten to its first. */
 static void fill_long_texts(void)
 {
+    int i;
     size_t n = (size_t)snprintf(long_line, sizeof(long_line), "proc = auto # ");
     memset(long_line + n, 'x', sizeof(long_line) - n - 1);
     n = (size_t)snprintf(long_layers, sizeof(long_layers), "0 2000 1000 2200 # ");
@@ -190,6 +229,12 @@ static void fill_long_texts(void)
     n = (size_t)snprintf(long_override, sizeof(long_override), "receivers=1 2 3");
     memset(long_override + n, ' ', sizeof(long_override) - n - 1);
     strcpy(long_override + sizeof(long_override) - 12, "; 20 20 20");
+    n = (size_t)snprintf(many_receivers, sizeof(many_receivers), "receivers = 1 1 1");
+    for (i = 1; i < 65; i++)
+        n += (size_t)snprintf(many_receivers + n, sizeof(many_receivers) - n, "; 1 1 1");
+    n = (size_t)snprintf(many_snapshots, sizeof(many_snapshots), "snapshots =");
+    for (i = 0; i < 65; i++)
+        n += (size_t)snprintf(many_snapshots + n, sizeof(many_snapshots) - n, " 1");
 }
 
 /* The snapshot titles give the time the field holds: the velocities of a
