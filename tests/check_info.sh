@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# check_info.sh OFFCOLL_INFO VERSION README
+#
+# offcoll_info reports what README promises: the version, the backend in use
+# and why verbs is not (or which verbs device and trigger), the progress
+# engine, every configuration variable of README's table but the verbs-only
+# ones (the backend line reports those where verbs runs) with the value in
+# force, and the path between two contexts on this host. A value set in the
+# environment shows; a bad one fails with exit 1, naming the variable.
+set -u
+info=$1 version=$2 readme=$3
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+# expect LABEL NEEDLE: the last run's output has a line starting with NEEDLE
+expect() {
+    grep -q -- "^$2" <<< "$out" || fail "$1: no line \"$2\" in:"$'\n'"$out"
+}
+
+out=$(unset ${!OC_*}; "$info" 2>&1) || fail "default run: exit status $?"
+expect default "offcoll $version\$"
+expect default "Backend in use: \(ucx\|verbs\)"
+grep -q "^Backend in use: .*verbs" <<< "$out" || fail "the backend line says nothing of verbs"
+expect default "Progress engine: thread"
+expect default "Intranode path"
+expect default "rank 0 -> rank 1: .* (OC_INTRANODE=shm)"
+keys=$(grep -o '^| `OC_[A-Z_]*` |[^|]*| [^|]*' "$readme" | grep -v '| verbs only' |
+       sed 's/^| `\(OC_[A-Z_]*\)`.*/\1/')
+[ "$(wc -w <<< "$keys")" -ge 10 ] || fail "found only these variables in $readme: $keys"
+for k in $keys; do
+    expect default "$k *= "
+done
+
+out=$(unset ${!OC_*}; OC_PROGRESS=inline OC_RINGK=3 OC_INTRANODE=loopback "$info" 2>&1) ||
+    fail "OC_PROGRESS=inline: exit status $?"
+expect set "OC_PROGRESS *= inline\$"
+expect set "OC_RINGK *= 3\$"
+expect set "Progress engine: inline"
+expect set "rank 0 -> rank 1: .* (OC_INTRANODE=loopback)"
+
+out=$(unset ${!OC_*}; OC_RINGK=zero "$info" 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] || fail "OC_RINGK=zero: exit status $rc, not 1"
+grep -q "offcoll_info: OC_RINGK=zero: expected" <<< "$out" || fail "OC_RINGK=zero not named: $out"
+
+# Where verbs has no device, asking for it fails and says why.
+if grep -q "^Backend in use: ucx.*verbs: no RDMA device" <<< "$(unset ${!OC_*}; "$info" 2>&1)"; then
+    out=$(unset ${!OC_*}; OC_BACKEND=verbs "$info" 2>&1)
+    rc=$?
+    [ "$rc" -eq 1 ] || fail "OC_BACKEND=verbs without a device: exit status $rc, not 1"
+    grep -q "OC_BACKEND=verbs: verbs backend unavailable: no RDMA device" <<< "$out" ||
+        fail "OC_BACKEND=verbs without a device: $out"
+fi
+
+[ "$fails" -eq 0 ] || exit 1
+echo "offcoll_info: version, backend, engine, $(wc -w <<< "$keys") variables and the path reported"
