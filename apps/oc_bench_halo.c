@@ -46,7 +46,7 @@
 #include <string.h>
 
 #ifndef OC_PLOT_SCRIPT_INSTALLED
-#define OC_PLOT_SCRIPT_INSTALLED "/usr/local/share/offcoll/plot_halo.gp"
+#error "OC_PLOT_SCRIPT_INSTALLED (where the plot script is installed) is set by meson"
 #endif
 #define PLOT_SCRIPT_NAME "plot_halo.gp"
 

@@ -11,8 +11,10 @@
 
 #include "awp_error.h"
 
+/* Where meson installs the plot scripts; a default here once hid that the
+ * define did not reach this file, and installed binaries looked elsewhere. */
 #ifndef AWP_PLOT_DIR
-#define AWP_PLOT_DIR "/usr/local/share/offcoll"
+#error "AWP_PLOT_DIR (the installed plot scripts' folder) is set by meson"
 #endif
 
 extern char **environ;

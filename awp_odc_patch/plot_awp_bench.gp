@@ -20,10 +20,20 @@ set output ARG2
 set datafile separator ","
 set datafile columnheaders
 
-modes = "two-sided offload rma"
+# Only the modes the CSV has (awp_bench --modes): a labels plot without a
+# single point crashes gnuplot 5.4.
+modes = ""
+do for [m in "two-sided offload rma"] {
+    stats csv using (strcol("mode") eq m ? 1 : 0) nooutput
+    if (STATS_sum > 0) { modes = modes . " " . m }
+}
 n = words(modes)
-colour(i) = word("#4d4d4d #2ca02c #6a51a3", i)
-light(i) = word("#bdbdbd #a1d99b #bcbddc", i)
+if (n == 0) {
+    print "plot_awp_bench.gp: no rows of a known mode in ", csv
+    exit status 1
+}
+colour(i) = word(modes, i) eq "two-sided" ? "#4d4d4d" : word(modes, i) eq "offload" ? "#2ca02c" : "#6a51a3"
+light(i) = word(modes, i) eq "two-sided" ? "#bdbdbd" : word(modes, i) eq "offload" ? "#a1d99b" : "#bcbddc"
 pick(name, col) = strcol("mode") eq name ? column(col) : NaN
 bw = 0.8 / n
 xpos(i) = column("config") + (i - (n + 1) / 2.0) * bw
