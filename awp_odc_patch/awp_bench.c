@@ -364,6 +364,8 @@ int main(int argc, char **argv)
         fclose(csv);
     MPI_Finalize();
     if (rank == 0 && o.png != NULL && plot(o.csv, o.png) == 0)
-        printf("plot: %s\n", o.png);
+        printf("PNG: %s\n", o.png);
+    if (rank == 0 && o.csv != NULL)
+        printf("CSV: %s\n", o.csv);
     return 0;
 }
