@@ -332,6 +332,9 @@ int main(int argc, char **argv)
     rc = bench_parse_args(argc, argv, &o, no_flags, 0, parse_opt, usage);
     if (rc == 0 && o.iters < 1)
         rc = opt_error("--iters must be at least 1");
+    if (rc == 0 && o.dims[0] != 0 && (long)o.dims[0] * o.dims[1] != nproc)
+        rc = opt_error("--dims %dx%d: the product must equal the number of ranks, %d", o.dims[0],
+                       o.dims[1], nproc);
     if (rc != 0) {
         MPI_Finalize();
         return rc == 1 ? 0 : 2;
