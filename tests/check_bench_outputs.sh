@@ -4,8 +4,8 @@
 # Runs a benchmark's smoke run (COMMAND) with --csv OUTDIR/bench.csv and
 # --png OUTDIR/bench.png. It must exit 0 and write a CSV of a header and at
 # least one row (besides # comments), every row with the header's number of
-# fields, and a PNG
-# (SKIP where gnuplot is missing: the benchmark then notes it and succeeds).
+# fields, and a PNG (SKIP where gnuplot is missing: the benchmark then notes
+# it and succeeds).
 set -u
 out=$1
 shift

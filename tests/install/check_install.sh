@@ -52,7 +52,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     bin=$tmp/prefix/bin
     run -np 1 "$bin/awp_run" "$src/awp_odc_patch/scenarios/small_layered.txt" steps=2 \
         snapshots=2 output="$tmp/png/awp_run" progress=0
-    mv "$tmp"/png/awp_run/*.png "$tmp/png/awp_run.png" 2>/dev/null
+    mv "$tmp"/png/awp_run/*.png "$tmp/png/awp_run.png" 2>/dev/null || true
     run -np 2 "$bin/awp_bench" --n 8 --steps 2 --warmup 0 --modes two-sided \
         --csv "$tmp/png/awp_bench.csv" --png "$tmp/png/awp_bench.png"
     run -np 2 "$bin/p3dfft_bench" --n 16 --nv 1 --iters 1 --warmup 0 --modes blocking \

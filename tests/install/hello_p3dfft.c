@@ -1,8 +1,8 @@
 /* A program written as for P3DFFT 2.7's C interface (the results of the calls
  * ignored, as upstream's are void), built against an installed libp3dfft with
  * mpicc and `pkg-config --cflags --libs p3dfft`: a forward and a backward
- * transform of a random field on a 1 x size grid must give size * N times it
- * back (P3DFFT does not normalise). */
+ * transform of a random field on a 1 x size grid must give it back N = nx ny
+ * nz times (P3DFFT does not normalise). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
