@@ -32,8 +32,10 @@ if (n == 0) {
     print "plot_awp_bench.gp: no rows of a known mode in ", csv
     exit status 1
 }
-colour(i) = word(modes, i) eq "two-sided" ? "#4d4d4d" : word(modes, i) eq "offload" ? "#2ca02c" : "#6a51a3"
-light(i) = word(modes, i) eq "two-sided" ? "#bdbdbd" : word(modes, i) eq "offload" ? "#a1d99b" : "#bcbddc"
+# a mode keeps its colours whichever modes are present
+known(i) = word(modes, i) eq "two-sided" ? 1 : word(modes, i) eq "offload" ? 2 : 3
+colour(i) = word("#4d4d4d #2ca02c #6a51a3", known(i))
+light(i) = word("#bdbdbd #a1d99b #bcbddc", known(i))
 pick(name, col) = strcol("mode") eq name ? column(col) : NaN
 bw = 0.8 / n
 xpos(i) = column("config") + (i - (n + 1) / 2.0) * bw
