@@ -184,7 +184,7 @@ typedef struct {
     uint64_t wakeups;         /**< progress-thread returns from sleep (also those a
                                    helping waiter asks for when it stops) */
     uint64_t requests_started;/**< schedules started: each start of a collective,
-                                   oc_put and oc_halo_start, and the library.s own
+                                   oc_put and oc_halo_start, and the library's own
                                    (team and window set-up, votes) */
     uint64_t bytes_sent;      /**< payload handed to the network */
     uint64_t bytes_copied;    /**< local copies (self blocks, packing) */

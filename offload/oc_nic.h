@@ -139,15 +139,19 @@ struct oc_nic {
 typedef struct oc_nic_am_msg oc_nic_am_msg_t;
 typedef struct {
     oc_nic_am_msg_t *head, **tail;
+    oc_nic_am_msg_t *spare;    /* small nodes free for the next messages */
+    void *pool;                /* the nodes made with the queue */
 } oc_nic_amq_t;
 
-void oc_nic_amq_init(oc_nic_amq_t *q);
-/* Copies len bytes; out of memory, the message is lost with a notice naming
+/* Makes the queue's spare nodes, so that keeping a message needs no memory
+ * while few wait; OC_ERR_NO_MEMORY if they cannot be made. */
+oc_status_t oc_nic_amq_init(oc_nic_amq_t *q);
+/* Copies len bytes; out of memory, the message is lost with a warning naming
  * the backend (who). */
 void oc_nic_amq_push(oc_nic_amq_t *q, const char *who, const void *data, size_t len);
 /* Hands every held message to nic's am_cb; returns how many. */
 unsigned oc_nic_amq_deliver(oc_nic_amq_t *q, oc_nic_t *nic);
-/* Frees what was not delivered. */
+/* Frees what was not delivered, and the spare nodes. */
 void oc_nic_amq_fini(oc_nic_amq_t *q);
 
 /* The task of a posted list's slot. */

@@ -161,7 +161,7 @@ oc_status_t oc_finalize(oc_context_t *ctx)
     if (ctx == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_finalize: ctx is NULL");
     nt = atomic_load(&ctx->nteams);
-    nr = atomic_load(&ctx->nrequests);
+    nr = atomic_load(&ctx->nrequests) - nt; /* not each team's own (gather_req) */
     if (nt > 0 || nr > 0)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);

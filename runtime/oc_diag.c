@@ -37,7 +37,7 @@ static oc_status_t send_queries(oc_pe_t *pe, void *arg)
 {
     oc_request_t *req = arg;
     oc_team_t *team = req->team;
-    uint32_t starts = req->persistent ? atomic_load(&req->starts) : 0;
+    uint32_t starts = req->persistent && !req->renumber ? atomic_load(&req->starts) : 0;
     int r;
     for (r = 0; r < team->size; r++)
         if (r != team->rank)

@@ -233,12 +233,11 @@ static oc_status_t agree(oc_team_t *team, oc_halo_t *h, const oc_halo_params_t *
             mine.periodic[d] = p->periodic[d] != 0;
         }
     }
+    /* The plan's verdict travels in mine, so that each member can say why
+     * the others refused it; the exchange's own vote is on the memory. */
     all = calloc((size_t)team->size, sizeof(*all));
-    if (all == NULL) {
-        oc_team_skip_ops(team, 1, 0); /* the peers' allgather, so that the next ones pair */
-        return oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d ranks", team->size);
-    }
-    xst = oc_team_allgather(team, &mine, sizeof(mine), all);
+    xst = all != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "oc_halo_create: %d ranks", team->size);
+    xst = oc_team_allgather(team, xst, "oc_halo_create: failed", &mine, sizeof(mine), all);
     if (xst != OC_OK) {
         free(all);
         oc_error_append(" (oc_halo_create: agreeing on the plan)");
@@ -343,7 +342,8 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
         h->team = team;
     st = agree(team, h, params, fields, nfields);
     if (st == OC_OK) /* the own row is copied out before the table is written */
-        st = oc_team_allgather(team, &h->ext[(size_t)team->rank * (size_t)nfields],
+        st = oc_team_allgather(team, OC_OK, "oc_halo_create: failed",
+                               &h->ext[(size_t)team->rank * (size_t)nfields],
                                (size_t)nfields * sizeof(*h->ext), h->ext);
     if (st == OC_OK)
         st = check_pairs(h);

@@ -127,17 +127,15 @@ oc_status_t oc_persist_agree(const char *fn, oc_team_t *team, oc_status_t st, in
     oc_status_t xst;
 
     memset(put, 0, sizeof(*put));
-    if (out == NULL) {
-        /* The peers' all-to-all fails without this member (after OC_TIMEOUT_S)
-         * and they vote no more: its number is all this member must take. */
-        oc_team_skip_ops(team, 1, 0);
-        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
-    }
-    in = out + n;
     oc_error_save(&detail);
-    if (st == OC_OK)
+    snprintf(what, sizeof(what), "%s: failed", fn);
+    /* A refusal travels in the messages (zeroed), so that the peers can say
+     * so; the exchange's own vote is on the memory. */
+    xst = out != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "%s: set-up of %d ranks", fn, n);
+    in = out != NULL ? out + n : NULL;
+    if (st == OC_OK && out != NULL)
         fill_messages(team, a, *alg, fallback, out);
-    xst = oc_team_alltoall(team, out, sizeof(*out), in);
+    xst = oc_team_alltoall(team, xst, what, out, sizeof(*out), in);
     if (xst != OC_OK) {
         free(out);
         oc_error_append(" (%s: agreeing with the other members)", fn);

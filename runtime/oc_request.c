@@ -475,17 +475,22 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     return req_create(fn, team, 1, &a, mean, extent, OC_ALG_AUTO, req);
 }
 
-oc_status_t oc_request_ialltoall(const char *fn, oc_team_t *team, const void *sbuf, void *rbuf,
-                                 size_t len, oc_alg_t alg, oc_request_t **req)
+oc_status_t oc_request_alltoall_make(const char *fn, oc_team_t *team, const void *sbuf,
+                                     void *rbuf, size_t len, int renumber, oc_request_t **req)
 {
     oc_coll_args_t a;
     oc_status_t st;
     fill_args(&a, team, sbuf, rbuf);
     a.block = len;
-    st = req_create(fn, team, 0, &a, len, 0, alg, req);
-    if (st == OC_OK)
-        launch(*req);
+    st = req_create(fn, team, 0, &a, len, 0, OC_ALG_BURST, req);
+    if (st == OC_OK && renumber)
+        (*req)->persistent = (*req)->renumber = 1;
     return st;
+}
+
+void oc_request_launch(oc_request_t *req)
+{
+    launch(req);
 }
 
 oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf, size_t block_bytes,
@@ -575,6 +580,11 @@ static oc_status_t req_start(oc_request_t *req)
         req->xs[i] = fresh;
         req->cancelled_once = 1;
     }
+    if (req->renumber) {
+        req_nums_t nums = take_nums(req->team, 0);
+        req->seq = nums.seq;
+        req->match = req->xs[i]->match.seq = nums.match;
+    }
     launch(req);
     return OC_OK;
 }
@@ -596,7 +606,8 @@ static oc_status_t take_result(const char *fn, oc_request_t *req)
      * next start's receives (every start has the same tag); a put request's
      * zones may still receive blocks even after a mismatch, where a two-sided
      * schedule has run to its end. */
-    if (req->persistent && st != OC_OK && (st != OC_ERR_MISMATCH || req->win != NULL))
+    if (req->persistent && !req->renumber && st != OC_OK &&
+        (st != OC_ERR_MISMATCH || req->win != NULL))
         req->broken = st;
     /* The reason is the completed execution's, written before it published
      * DONE; nothing restarts it before this thread returns. */

@@ -42,6 +42,10 @@ struct oc_team {
     struct oc_request *_Atomic diag_req; /* request whose timeout is being diagnosed */
     struct oc_request *persistent;  /* list of the team's persistent requests, for
                                        timeout diagnosis (ctx->teams_lock) */
+    struct oc_request *gather_req;  /* oc_team_gather_i32's, made with the team, so that
+                                       votes and barriers need no memory (counted in
+                                       nrequests) */
+    int32_t *gather_buf;            /* its blocks: size sent, size received */
 };
 
 /* Request state word; OC_REQ_WAITERS is or-ed in while a thread sleeps on it. */
@@ -87,6 +91,10 @@ typedef struct oc_request {
                                        still read inplace (oc_ctx_release_later) */
     _Atomic int in_call;            /* an application thread is in oc_start/test/wait/
                                        request_free on it: a second is refused */
+    int renumber;                   /* restartable, but each start takes new operation
+                                       numbers as a one-shot operation does (the team's
+                                       own gather): late messages of a failed start
+                                       match no later one, and it may start again */
 } oc_request_t;
 
 /* A request's state word without the waiters bit. */
@@ -151,18 +159,28 @@ oc_status_t oc_config_check_cpus(const char *name, const char *v);
 /* OC_WAIT_HELP_US in force: 0 outside thread mode. */
 unsigned oc_config_wait_help_us(const oc_config_t *c);
 
-/* Blocking collective exchange over the team's own network path: every
- * member contributes len bytes, all receives size*len by rank. */
-oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all);
+/* Collective exchanges over the team's own network path, run by burst
+ * whatever the members' OC_ALLTOALL_ALG. Each first votes (oc_team_vote) on
+ * st, this member's status so far, and on whether it could make the
+ * exchange's buffers and request; the exchange runs only where every member
+ * says yes. So a member short of memory fails the vote rather than leave its
+ * peers in the exchange until their timeout. what: the vote's words.
+ * oc_team_alltoall: block r of mine (len bytes each) goes to rank r, block r
+ * of theirs comes from rank r. oc_team_allgather: every member contributes
+ * len bytes, all receives size * len by rank. */
+oc_status_t oc_team_alltoall(oc_team_t *team, oc_status_t st, const char *what, const void *mine,
+                             size_t len, void *theirs);
+oc_status_t oc_team_allgather(oc_team_t *team, oc_status_t st, const char *what,
+                              const void *mine, size_t len, void *all);
 
-/* Likewise with a block of len bytes for each member: block r of mine goes
- * to rank r; block r of theirs comes from rank r. Both run burst, whatever
- * the members' OC_ALLTOALL_ALG. */
-oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs);
+/* Collective: every member's mine, by rank in *all (valid until the team's
+ * next gather). Allocates nothing: the team's own request carries it. */
+oc_status_t oc_team_gather_i32(oc_team_t *team, int32_t mine, const int32_t **all);
 
 /* Collective: every member's status st, so that a local failure fails all
  * members at once ("<what> on rank R" where it did not fail) instead of
- * leaving them in the next exchange until their timeout. */
+ * leaving them in the next exchange until their timeout. Allocates nothing
+ * (oc_team_gather_i32). */
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what);
 
 /* A member whose collective set-up failed before it made all its requests
@@ -177,11 +195,15 @@ void oc_team_skip_ops(oc_team_t *team, unsigned n, int persistent);
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               oc_request_t **req);
 
-/* Starts a one-shot all-to-all of len-byte blocks run by alg, whatever the
- * configuration says; fn names the caller in errors. Takes the team's next
- * operation number whether or not it succeeds. */
-oc_status_t oc_request_ialltoall(const char *fn, oc_team_t *team, const void *sbuf, void *rbuf,
-                                 size_t len, oc_alg_t alg, oc_request_t **req);
+/* Makes, without starting it, an all-to-all of len-byte blocks run by burst,
+ * whatever the configuration says, for the runtime's own exchanges (whose
+ * members agree by construction); fn names the caller in errors. Takes the
+ * team's next operation number whether or not it succeeds. A one-shot one
+ * is started by oc_request_launch, once; a renumbered one (renumber) by
+ * oc_start, as often as needed, each start taking new numbers. */
+oc_status_t oc_request_alltoall_make(const char *fn, oc_team_t *team, const void *sbuf,
+                                     void *rbuf, size_t len, int renumber, oc_request_t **req);
+void oc_request_launch(oc_request_t *req);
 
 /* Window of n counters created for the runtime's own use (halo plans, put
  * all-to-alls). st: this member's status so far; it votes whatever it is, so

@@ -207,15 +207,20 @@ static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, i
                         void *arg, oc_status_t st, const char *what, int32_t *buf)
 {
     int32_t ok = st == OC_OK, *oks = buf != NULL ? buf : malloc((size_t)size * sizeof(*oks));
+    oc_error_saved_t detail; /* this member's reason, across a gather that fails */
     oc_status_t gst;
     int r, nfailed = 0;
     if (oks == NULL) /* out of band: the peers are left in their gather */
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", size);
+    oc_error_save(&detail);
     gst = gather(arg, ok, oks);
     if (gst != OC_OK) {
         if (oks != buf)
             free(oks);
-        return st != OC_OK ? st : gst;
+        if (st == OC_OK)
+            return gst;
+        oc_error_restore(&detail);
+        return st;
     }
     for (r = 0; r < size && ok; r++) {
         if (oks[r])
@@ -240,22 +245,33 @@ static oc_status_t oob_gather(void *arg, int32_t ok, int32_t *oks)
                : oc_error(OC_ERR_BACKEND, "oc_team_create: the out-of-band allgather failed");
 }
 
+oc_status_t oc_team_gather_i32(oc_team_t *team, int32_t mine, const int32_t **all)
+{
+    oc_status_t st;
+    int r;
+    for (r = 0; r < team->size; r++)
+        team->gather_buf[r] = mine;
+    *all = team->gather_buf + team->size;
+    st = oc_start(team->gather_req);
+    if (st != OC_OK) { /* refused before it took the number the peers' gather takes */
+        oc_team_skip_ops(team, 1, 0);
+        return st;
+    }
+    return oc_wait(team->gather_req);
+}
+
 static oc_status_t team_gather(void *arg, int32_t ok, int32_t *oks)
 {
-    return oc_team_allgather(arg, &ok, sizeof(ok), oks);
+    const int32_t *all;
+    oc_status_t st = oc_team_gather_i32(arg, ok, &all);
+    if (st == OC_OK && oks != all)
+        memcpy(oks, all, (size_t)((oc_team_t *)arg)->size * sizeof(*oks));
+    return st;
 }
 
 oc_status_t oc_team_vote(oc_team_t *team, oc_status_t st, const char *what)
 {
-    int32_t *oks = malloc((size_t)team->size * sizeof(*oks));
-    oc_status_t vst;
-    if (oks == NULL) {
-        oc_team_skip_ops(team, 1, 0); /* the peers' gather, so that the next ones pair */
-        return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", team->size);
-    }
-    vst = vote(team->size, team_gather, team, st, what, oks);
-    free(oks);
-    return vst;
+    return vote(team->size, team_gather, team, st, what, team->gather_buf + team->size);
 }
 
 /* No backend address comes near this: a larger one announced by a peer
@@ -351,6 +367,9 @@ static void team_destroy(oc_team_t *team)
 {
     if (team == NULL)
         return;
+    if (team->gather_req != NULL)
+        oc_request_free(team->gather_req);
+    free(team->gather_buf);
     registry_remove(team->ctx, team);
     free(team->peer_ids);
     free(team->eps);
@@ -370,10 +389,16 @@ static oc_status_t team_alloc(oc_context_t *ctx, const oc_team_params_t *p, oc_t
     team->size = p->size;
     team->peer_ids = calloc((size_t)p->size, sizeof(*team->peer_ids));
     team->eps = calloc((size_t)p->size, sizeof(*team->eps));
-    if (team->peer_ids == NULL || team->eps == NULL)
+    team->gather_buf = calloc(2 * (size_t)p->size, sizeof(*team->gather_buf));
+    if (team->peer_ids == NULL || team->eps == NULL || team->gather_buf == NULL)
         st = oc_error(OC_ERR_NO_MEMORY, "oc_team_create: %d members", p->size);
     else
         st = registry_add(ctx, team);
+    /* Its operation number is the team's first, the same on every member. */
+    if (st == OC_OK)
+        st = oc_request_alltoall_make("oc_team_create", team, team->gather_buf,
+                                      team->gather_buf + p->size, sizeof(*team->gather_buf), 1,
+                                      &team->gather_req);
     if (st != OC_OK) {
         team_destroy(team);
         return st;
@@ -413,7 +438,7 @@ oc_status_t oc_team_free(oc_team_t *team)
     int nr, nw;
     if (team == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_team_free: team is NULL");
-    nr = atomic_load(&team->nrequests);
+    nr = atomic_load(&team->nrequests) - 1; /* gather_req is the team's own */
     nw = atomic_load(&team->nwins);
     if (nr > 0 || nw > 0)
         return oc_error(OC_ERR_BUSY,
@@ -477,54 +502,62 @@ void oc_team_skip_ops(oc_team_t *team, unsigned n, int persistent)
         atomic_fetch_add(&team->next_pseq, n);
 }
 
-/* Burst whatever OC_ALLTOALL_ALG says: the members' settings may differ, and
- * the exchanges that check what they agree on must not depend on them. */
-oc_status_t oc_team_alltoall(oc_team_t *team, const void *mine, size_t len, void *theirs)
+/* Makes the exchange's buffer, own (this member's blocks, then the received
+ * ones), and its request. The exchange runs on a buffer of its own: after a
+ * timeout the backend may still read or write it (not every transfer can be
+ * cancelled), so it is kept until oc_finalize rather than the caller's freed
+ * under it. gather: mine is one block, sent to every member. */
+static oc_status_t exchange_prepare(oc_team_t *team, oc_status_t st, const void *mine,
+                                    size_t len, int gather, unsigned char **own,
+                                    oc_request_t **req)
 {
     size_t total = len * (size_t)team->size;
-    oc_request_t *req = NULL;
-    unsigned char *own;
-    oc_status_t st;
-
-    /* On buffers of its own: after a timeout the backend may still read or
-     * write them (not every transfer can be cancelled), so they are kept
-     * until oc_finalize rather than the caller's freed under it. */
-    own = malloc(2 * total + 1);
-    if (own == NULL) {
-        oc_team_skip_ops(team, 1, 0); /* the peers' all-to-all */
-        return oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size,
-                        len);
-    }
-    memcpy(own, mine, total);
-    st = oc_request_ialltoall("oc_team_alltoall", team, own, own + total, len, OC_ALG_BURST, &req);
+    int r;
+    if (st == OC_OK && (*own = malloc(2 * total + 1)) == NULL)
+        st = oc_error(OC_ERR_NO_MEMORY, "all-to-all of %d blocks of %zu bytes", team->size, len);
     if (st != OC_OK) {
-        free(own);
+        oc_team_skip_ops(team, 1, 0); /* the number the peers' exchange takes */
         return st;
     }
-    st = oc_wait(req);
-    oc_request_free(req);
+    for (r = 0; r < team->size && gather; r++)
+        memcpy(*own + (size_t)r * len, mine, len);
+    if (!gather)
+        memcpy(*own, mine, total);
+    return oc_request_alltoall_make("oc_team_alltoall", team, *own, *own + total, len, 0, req);
+}
+
+static oc_status_t team_exchange(oc_team_t *team, oc_status_t st, const char *what,
+                                 const void *mine, size_t len, int gather, void *theirs)
+{
+    unsigned char *own = NULL;
+    oc_request_t *req = NULL;
+    int launched = 0;
+
+    st = oc_team_vote(team, exchange_prepare(team, st, mine, len, gather, &own, &req), what);
     if (st == OC_OK) {
-        memcpy(theirs, own + total, total);
-        free(own);
-    } else {
-        oc_ctx_release_later(team->ctx, free, own);
+        oc_request_launch(req);
+        launched = 1;
+        st = oc_wait(req);
     }
+    if (req != NULL)
+        oc_request_free(req);
+    if (st == OC_OK)
+        memcpy(theirs, own + len * (size_t)team->size, len * (size_t)team->size);
+    if (st != OC_OK && launched)
+        oc_ctx_release_later(team->ctx, free, own);
+    else
+        free(own);
     return st;
 }
 
-oc_status_t oc_team_allgather(oc_team_t *team, const void *mine, size_t len, void *all)
+oc_status_t oc_team_alltoall(oc_team_t *team, oc_status_t st, const char *what, const void *mine,
+                             size_t len, void *theirs)
 {
-    unsigned char *rep = malloc(len * (size_t)team->size + 1);
-    oc_status_t st;
-    int r;
+    return team_exchange(team, st, what, mine, len, 0, theirs);
+}
 
-    if (rep == NULL) {
-        oc_team_skip_ops(team, 1, 0); /* the peers' all-to-all */
-        return oc_error(OC_ERR_NO_MEMORY, "allgather of %zu bytes", len);
-    }
-    for (r = 0; r < team->size; r++)
-        memcpy(rep + (size_t)r * len, mine, len);
-    st = oc_team_alltoall(team, rep, len, all);
-    free(rep);
-    return st;
+oc_status_t oc_team_allgather(oc_team_t *team, oc_status_t st, const char *what,
+                              const void *mine, size_t len, void *all)
+{
+    return team_exchange(team, st, what, mine, len, 1, all);
 }

@@ -173,23 +173,26 @@ static void win_abandon(oc_win_t *win)
     oc_ctx_release_later(ctx, win_destroy, win);
 }
 
-/* Exchanges addresses, sizes, ids and keys; unpacks the peers' keys. */
-static oc_status_t exchange(const char *fn, win_setup_t *a)
+/* Exchanges addresses, sizes, ids and keys, then unpacks the peers' keys.
+ * st: this member's status so far. Each exchange is voted on first (and the
+ * unpacking after), so a member that fails anywhere fails all at once. */
+static oc_status_t exchange(const char *fn, oc_team_t *team, win_setup_t *a, oc_status_t st,
+                            const char *what)
 {
     oc_win_t *win = a->win;
-    oc_team_t *team = win->team;
-    win_hello_t mine = {(uint64_t)(uintptr_t)win->base, win->size, win->id, (uint32_t)a->key_len};
-    win_hello_t *all = calloc((size_t)team->size, sizeof(*all));
+    win_hello_t mine, *all = NULL;
     unsigned char *padded = NULL, *keys = NULL;
-    oc_status_t st;
     int r;
 
-    if (all == NULL) {
-        oc_team_skip_ops(team, 2, 0); /* the peers' two allgathers, so that the vote pairs */
-        return oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
-    }
-    st = oc_team_allgather(team, &mine, sizeof(mine), all);
+    memset(&mine, 0, sizeof(mine));
     if (st == OC_OK) {
+        mine = (win_hello_t){(uint64_t)(uintptr_t)win->base, win->size, win->id,
+                             (uint32_t)a->key_len};
+        if ((all = calloc((size_t)team->size, sizeof(*all))) == NULL)
+            st = oc_error(OC_ERR_NO_MEMORY, "%s: %d peers", fn, team->size);
+    }
+    st = oc_team_allgather(team, st, what, &mine, sizeof(mine), all);
+    if (st == OC_OK) { /* on every member, or the vote failed on every member */
         a->stride = 1;
         for (r = 0; r < team->size; r++)
             if (all[r].key_len > a->stride)
@@ -198,25 +201,24 @@ static oc_status_t exchange(const char *fn, win_setup_t *a)
         keys = calloc((size_t)team->size, a->stride);
         if (padded == NULL || keys == NULL)
             st = oc_error(OC_ERR_NO_MEMORY, "%s: keys of %d peers", fn, team->size);
-    }
-    if (st == OC_OK) {
-        memcpy(padded, a->key, a->key_len);
-        st = oc_team_allgather(team, padded, a->stride, keys);
-    } else {
-        oc_team_skip_ops(team, 1, 0); /* the peers' second allgather */
-    }
-    if (st == OC_OK) {
-        for (r = 0; r < team->size; r++) {
-            win->peers[r].addr = all[r].addr;
-            win->peers[r].size = (size_t)all[r].size;
-            win->peers[r].id = all[r].id;
+        else
+            memcpy(padded, a->key, a->key_len);
+        st = oc_team_allgather(team, st, what, padded, a->stride, keys);
+        if (st == OC_OK) {
+            for (r = 0; r < team->size; r++) {
+                win->peers[r].addr = all[r].addr;
+                win->peers[r].size = (size_t)all[r].size;
+                win->peers[r].id = all[r].id;
+            }
+            win->peers[team->rank].ptr = win->base;
+            a->keys = keys;
+            /* A key refused by one member's backend fails all, none keeping a
+             * window a peer has released. */
+            st = oc_team_vote(team, oc_pe_call(team->ctx->pe, unpack_fn, a), what);
         }
-        win->peers[team->rank].ptr = win->base;
-        a->keys = keys;
-        st = oc_pe_call(team->ctx->pe, unpack_fn, a);
+        if (st != OC_OK)
+            oc_error_append(" (%s: exchanging window keys)", fn);
     }
-    if (st != OC_OK)
-        oc_error_append(" (%s: exchanging window keys)", fn);
     free(all);
     free(padded);
     free(keys);
@@ -291,11 +293,7 @@ oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
     if (st == OC_OK)
         st = win_alloc(fn, team, size, ncounters, &a);
     snprintf(what, sizeof(what), "%s: failed", fn);
-    st = oc_team_vote(team, st, what);
-    /* Again after the exchange: a key refused by one member's backend fails
-     * all, none keeping a window a peer has released. */
-    if (st == OC_OK)
-        st = oc_team_vote(team, exchange(fn, &a), what);
+    st = exchange(fn, team, &a, st, what);
     free(a.key);
     if (st != OC_OK) {
         if (a.win != NULL)
@@ -329,22 +327,15 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
 
 oc_status_t oc_win_close(oc_win_t *win, int failed)
 {
-    unsigned char mine = failed ? 2 : 1, *all;
+    const int32_t *all;
     oc_status_t st;
     int r, abandon = failed;
 
     /* Nobody releases memory a peer may still put into: a barrier, which
      * also tells whether a member's transfers on the window failed. */
-    all = malloc((size_t)win->team->size);
-    if (all != NULL) {
-        st = oc_team_allgather(win->team, &mine, 1, all);
-    } else {
-        oc_team_skip_ops(win->team, 1, 0); /* the peers' barrier */
-        st = oc_error(OC_ERR_NO_MEMORY, "barrier of %d members", win->team->size);
-    }
+    st = oc_team_gather_i32(win->team, failed ? 2 : 1, &all);
     for (r = 0; st == OC_OK && r < win->team->size; r++)
         abandon |= all[r] == 2;
-    free(all);
     if (st != OC_OK || abandon)
         win_abandon(win);
     else

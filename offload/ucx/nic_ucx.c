@@ -279,7 +279,7 @@ static void flush_notify_cb(void *request, ucs_status_t st, void *user_data)
         return;
     }
     if (nic->nflushed == nic->flushed_cap) {
-        size_t ncap = nic->flushed_cap ? 2 * nic->flushed_cap : 16;
+        size_t ncap = 2 * nic->flushed_cap;
         oc_nic_slot_t **n = realloc(nic->flushed, ncap * sizeof(*n));
         if (n == NULL) {
             task_finished(slot, oc_error(OC_ERR_NO_MEMORY, "ucx: notification queue"));
@@ -489,7 +489,7 @@ static oc_status_t ucx_post_list(oc_nic_t *base, oc_nic_list_t *list)
     /* Room first: a list in flight that a peer's failure could not find
      * would wait for its receives until it times out. */
     if (nic->nlists == nic->lists_cap) {
-        size_t ncap = nic->lists_cap ? 2 * nic->lists_cap : 16;
+        size_t ncap = 2 * nic->lists_cap;
         oc_nic_list_t **n = realloc(nic->lists, ncap * sizeof(*n));
         if (n == NULL) {
             st = oc_error(OC_ERR_NO_MEMORY, "ucx: list of %zu lists in flight", ncap);
@@ -947,12 +947,13 @@ static void ucx_destroy(oc_nic_t *base)
         close_eps(nic);
         drop_rkeys(nic);
         oc_nic_amq_deliver(&nic->am, &nic->base);
-        free(nic->flushed);
         if (nic->address != NULL)
             ucp_worker_release_address(nic->worker, nic->address);
         ucp_worker_destroy(nic->worker);
     }
     free(nic->lists); /* after the worker: its destruction may end requests */
+    free(nic->flushed);
+    oc_nic_amq_fini(&nic->am);
     while (nic->late != NULL) {
         struct late_buf *b = nic->late;
         nic->late = b->next;
@@ -1000,9 +1001,18 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
     if (nic == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "ucx: backend");
     nic->base.ops = &ucx_ops;
-    oc_nic_amq_init(&nic->am);
     nic->efd = -1;
     nic->verbose = params->verbose;
+    /* Room for the lists and notifications in flight of a usual run, so that
+     * posting needs no memory: a list that fails for want of it cannot tell
+     * its peers, who wait for it until their timeout. */
+    nic->lists_cap = nic->flushed_cap = 16;
+    nic->lists = calloc(nic->lists_cap, sizeof(*nic->lists));
+    nic->flushed = calloc(nic->flushed_cap, sizeof(*nic->flushed));
+    if (oc_nic_amq_init(&nic->am) != OC_OK || nic->lists == NULL || nic->flushed == NULL) {
+        ucx_destroy(&nic->base);
+        return oc_error(OC_ERR_NO_MEMORY, "ucx: backend");
+    }
 
     st = ucp_config_read(NULL, NULL, &config);
     if (st != UCS_OK) {

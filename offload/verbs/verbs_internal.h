@@ -261,7 +261,7 @@ typedef struct {
     uint32_t next_cookie;
 } vb_proto_t;
 
-void vb_proto_init(vb_proto_t *p);
+oc_status_t vb_proto_init(vb_proto_t *p);
 void vb_proto_fini(vb_proto_t *p);
 oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot);
 oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot);

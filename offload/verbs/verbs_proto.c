@@ -79,12 +79,12 @@ struct vb_rndv_send {
     oc_nic_ep_t *ep;
 };
 
-void vb_proto_init(vb_proto_t *p)
+oc_status_t vb_proto_init(vb_proto_t *p)
 {
     memset(p, 0, sizeof(*p));
     p->expected_tail = &p->expected;
     p->unexp_tail = &p->unexp;
-    oc_nic_amq_init(&p->am);
+    return oc_nic_amq_init(&p->am);
 }
 
 /* A message of no task (RTR): lost only when memory is. */

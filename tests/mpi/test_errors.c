@@ -353,7 +353,7 @@ int main(int argc, char **argv)
         active_request(team);
         mismatched_counts(team);
         mismatch_in_early_list(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD);
-        CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "not freed");
+        CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "1 team(s) and 0 request(s) not freed");
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }

@@ -144,10 +144,11 @@ static void *rank_main(void *arg)
     exchange(me, team, UT_ZEROS, v_scale, 99, 0);
     starts++;
     persistent(me, team);
-    /* The set-up's agreement, its vote and the vote on the built schedules
-     * are three small all-to-alls; put's window adds two votes around two
-     * key exchanges, and its free one more vote. */
-    starts += 3 + ROUNDS + (c->alg == OC_ALG_PUT ? 5 : 0);
+    /* The set-up's agreement (a vote, then the exchange), its vote and the
+     * vote on the built schedules are four small all-to-alls; put's window
+     * adds two key exchanges, each after a vote, and a vote on the keys, and
+     * its free a barrier. */
+    starts += 4 + ROUNDS + (c->alg == OC_ALG_PUT ? 6 : 0);
     check_stats(me, ctx, starts);
 
     /* Nobody tears down endpoints that a peer still flushes to. */

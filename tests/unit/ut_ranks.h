@@ -107,9 +107,11 @@ static inline void ut_with_team(ut_rank_t *me, const oc_config_t *cfg,
     ut_close(me, ctx, team);
 }
 
-/* Runs fn on n rank threads with case c; cmocka-fails naming label and the
- * first failure of each rank, or a rank that hangs. */
-static inline void ut_run_ranks(int n, void *(*fn)(void *), const void *c, const char *label)
+/* Runs fn on n rank threads with case c; prints the first failure of each
+ * rank, naming label, and returns whether there was one; cmocka-fails on a
+ * rank that hangs. */
+static inline int ut_run_ranks_noted(int n, void *(*fn)(void *), const void *c,
+                                     const char *label)
 {
     oc_local_oob_t oob;
     ut_rank_t ranks[UT_MAX_RANKS];
@@ -134,7 +136,13 @@ static inline void ut_run_ranks(int n, void *(*fn)(void *), const void *c, const
             failed = 1;
         }
     oc_local_oob_fini(&oob);
-    assert_false(failed);
+    return failed;
+}
+
+/* As ut_run_ranks_noted, and cmocka-fails if a rank failed. */
+static inline void ut_run_ranks(int n, void *(*fn)(void *), const void *c, const char *label)
+{
+    assert_false(ut_run_ranks_noted(n, fn, c, label));
 }
 
 #endif

@@ -1,0 +1,530 @@
+/*
+ * Out of memory wherever the library allocates. Rank 1's Nth allocation
+ * fails (malloc, calloc, realloc and posix_memalign reach the library through
+ * this test's wrappers: it links with --wrap), for N = 1, 2, ... until a run
+ * makes fewer than N. A run is a context's life on 2 ranks (threads): team,
+ * window and notified puts, one-shot all-to-all(v), persistent all-to-all
+ * (put algorithm) and all-to-allv, halo exchange, then the frees. Counted
+ * are the allocations of rank 1's own thread (in inline mode that is all of
+ * them) or those of its progress thread. Each step must end as offcoll.h
+ * promises:
+ * - rank 1's step says OC_ERR_NO_MEMORY, with a detail;
+ * - a collective set-up (team, window, persistent request, halo plan) that
+ *   fails on rank 1 fails at once on rank 0 too, with an error naming rank
+ *   1, never by a timeout;
+ * - an operation that fails on rank 1 completes on rank 0 or times out there
+ *   naming rank 1;
+ * - a step that no failure touched succeeds, with the right data;
+ * - the frees return no error where nothing failed, never OC_ERR_BUSY;
+ * - nothing crashes or hangs, and under ASan nothing leaks or is used after
+ *   it is freed.
+ * Allocations of UCX and libc themselves are not failed: they are not the
+ * library's code.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "oc_error.h"
+#include "ut_data.h"
+#include "ut_ranks.h"
+
+enum { N = 2, BLOCK = 3000, NX = 4, W = 1, WIN_BYTES = 256, PUT_BYTES = 64 };
+#define FIELD_CELLS ((NX + 2 * W) * (NX + 2 * W) * (NX + 2 * W))
+
+/* ---- Failing allocations ---------------------------------------------------- */
+
+typedef enum { ROLE_NONE, ROLE_APP, ROLE_PE } role_t;
+
+/* Which allocations a thread's count feeds: rank 1 sets ROLE_APP for itself,
+ * and the progress thread its context starts inherits ROLE_PE. */
+static _Thread_local role_t my_role;
+static role_t counted;          /* the role whose allocations count in this run */
+static long fail_at;            /* the counted allocation that fails, from 1 */
+static atomic_long seen;        /* counted allocations so far in this run */
+static atomic_int step_now;     /* the step rank 1 is in */
+static atomic_int failed_in;    /* 1 + the step where the allocation failed, 0: none */
+
+static int fail_now(void)
+{
+    if (my_role == ROLE_NONE || my_role != counted)
+        return 0;
+    if (atomic_fetch_add(&seen, 1) + 1 != fail_at)
+        return 0;
+    atomic_store(&failed_in, atomic_load(&step_now) + 1);
+    errno = ENOMEM;
+    return 1;
+}
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+int __real_posix_memalign(void **p, size_t align, size_t size);
+int __real_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                          void *arg);
+
+void *__wrap_malloc(size_t size)
+{
+    return fail_now() ? NULL : __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+    return fail_now() ? NULL : __real_realloc(p, size);
+}
+
+int __wrap_posix_memalign(void **p, size_t align, size_t size)
+{
+    return fail_now() ? ENOMEM : __real_posix_memalign(p, align, size);
+}
+
+typedef struct {
+    void *(*fn)(void *);
+    void *arg;
+    role_t role;
+} start_t;
+
+static void *start_with_role(void *arg)
+{
+    start_t s = *(start_t *)arg;
+    free(arg);
+    my_role = s.role;
+    return s.fn(s.arg);
+}
+
+/* The library's progress thread: it counts as ROLE_PE when rank 1 starts it. */
+int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                          void *arg)
+{
+    start_t *s = __real_malloc(sizeof(*s));
+    int rc;
+    if (s == NULL)
+        return EAGAIN;
+    *s = (start_t){fn, arg, my_role == ROLE_APP ? ROLE_PE : ROLE_NONE};
+    rc = __real_pthread_create(th, attr, start_with_role, s);
+    if (rc != 0)
+        free(s);
+    return rc;
+}
+
+/* ---- One rank's run ------------------------------------------------------------ */
+
+typedef struct {
+    ut_rank_t *me;
+    int rank, peer;
+    oc_context_t *ctx;
+    oc_team_t *team;
+    oc_win_t *win;
+    unsigned char *wbase;
+    oc_request_t *put_req, *v_req;
+    oc_halo_t *halo;
+    unsigned char s[N * BLOCK], r[N * BLOCK], put_src[PUT_BYTES];
+    size_t counts[N], displs[N];
+    double field[FIELD_CELLS];
+    char detail[512]; /* oc_last_error() after the step, if it failed */
+} run_t;
+
+typedef enum { SETUP, OPERATION } kind_t;
+
+typedef struct {
+    const char *name;
+    kind_t kind;
+    oc_status_t (*fn)(run_t *run);
+    /* what rank 0's timeout detail says when rank 1 never started the
+     * operation, NULL: the step cannot time out */
+    const char *rank0_names_1;
+} step_t;
+
+static oc_progress_mode_t mode;
+
+static oc_status_t do_team(run_t *run)
+{
+    oc_config_t cfg;
+    oc_team_params_t tp = oc_local_team_params(&run->me->member);
+    oc_status_t st = oc_config_init(&cfg);
+    if (st != OC_OK)
+        return st;
+    cfg.progress = mode;
+    cfg.alltoall_alg = OC_ALG_PUT; /* persistent alltoall; one-shot falls back to auto */
+    cfg.timeout_s = 1;
+    /* A rank whose context failed still takes part in team creation with a
+     * NULL context, so that its peer is not left in the allgather. */
+    st = oc_init(&cfg, &run->ctx);
+    if (st != OC_OK) {
+        snprintf(run->detail, sizeof(run->detail), "%s", oc_last_error());
+        oc_team_create(NULL, &tp, &run->team);
+        return st;
+    }
+    return oc_team_create(run->ctx, &tp, &run->team);
+}
+
+static oc_status_t do_win(run_t *run)
+{
+    return oc_win_create(run->team, WIN_BYTES, 1, (void **)&run->wbase, &run->win);
+}
+
+/* Each rank puts PUT_BYTES at offset 0 of the other's window, notified. */
+static oc_status_t do_put(run_t *run)
+{
+    oc_status_t st;
+    size_t i;
+    for (i = 0; i < PUT_BYTES; i++)
+        run->put_src[i] = ut_pattern(run->rank, run->peer, i, 1);
+    st = oc_put_notify(run->win, run->peer, 0, run->put_src, PUT_BYTES, 0);
+    if (st == OC_OK)
+        st = oc_notify_wait(run->win, 0, 1);
+    if (st == OC_OK)
+        st = oc_win_flush(run->win);
+    for (i = 0; i < PUT_BYTES && st == OC_OK; i++)
+        if (run->wbase[i] != ut_pattern(run->peer, run->rank, i, 1))
+            return oc_error(OC_ERR_INTERNAL, "test: byte %zu of the put is wrong", i);
+    return st;
+}
+
+static void fill(run_t *run, unsigned salt)
+{
+    size_t i;
+    int k;
+    for (k = 0; k < N; k++)
+        for (i = 0; i < BLOCK; i++)
+            run->s[(size_t)k * BLOCK + i] = ut_pattern(run->rank, k, i, salt);
+    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
+}
+
+static oc_status_t received(run_t *run, unsigned salt)
+{
+    size_t i;
+    int k;
+    for (k = 0; k < N; k++)
+        for (i = 0; i < BLOCK; i++)
+            if (run->r[(size_t)k * BLOCK + i] != ut_pattern(k, run->rank, i, salt))
+                return oc_error(OC_ERR_INTERNAL, "test: byte %zu from rank %d is wrong", i, k);
+    return OC_OK;
+}
+
+/* Starts (persistent: req already made) or makes and starts the request,
+ * waits, checks the data; a one-shot request is freed. */
+static oc_status_t finish(run_t *run, oc_request_t *req, oc_status_t st, int one_shot,
+                          unsigned salt)
+{
+    if (st == OC_OK)
+        st = oc_wait(req);
+    if (st == OC_OK)
+        st = received(run, salt);
+    if (one_shot && req != NULL) {
+        oc_error_saved_t saved;
+        oc_error_save(&saved);
+        if (oc_request_free(req) != OC_OK && st == OC_OK)
+            return oc_error(OC_ERR_INTERNAL, "test: oc_request_free: %s", oc_last_error());
+        oc_error_restore(&saved);
+    }
+    return st;
+}
+
+static oc_status_t do_ialltoall(run_t *run)
+{
+    oc_request_t *req = NULL;
+    fill(run, 2);
+    return finish(run, req, oc_ialltoall(run->team, run->s, run->r, BLOCK, &req), 1, 2);
+}
+
+static void v_layout(run_t *run)
+{
+    int k;
+    for (k = 0; k < N; k++) { /* blocks in reverse order: displacements fall */
+        run->counts[k] = BLOCK;
+        run->displs[k] = (size_t)(N - 1 - k) * BLOCK;
+    }
+}
+
+static oc_status_t v_received(run_t *run, unsigned salt)
+{
+    unsigned char tmp[N * BLOCK];
+    int k;
+    memcpy(tmp, run->r, sizeof(tmp));
+    for (k = 0; k < N; k++)
+        memcpy(run->r + (size_t)k * BLOCK, tmp + run->displs[k], BLOCK);
+    return received(run, salt);
+}
+
+static oc_status_t do_ialltoallv(run_t *run)
+{
+    oc_request_t *req = NULL;
+    oc_status_t st;
+    int k;
+    v_layout(run);
+    fill(run, 3);
+    for (k = 0; k < N; k++) /* the send blocks in the same reversed layout */
+        memcpy(run->r + run->displs[k], run->s + (size_t)k * BLOCK, BLOCK);
+    memcpy(run->s, run->r, sizeof(run->s));
+    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
+    st = oc_ialltoallv(run->team, run->s, sizeof(run->s), run->counts, run->displs, run->r,
+                       sizeof(run->r), run->counts, run->displs, &req);
+    if (st == OC_OK)
+        st = oc_wait(req);
+    if (st == OC_OK)
+        st = v_received(run, 3);
+    if (req != NULL && oc_request_free(req) != OC_OK && st == OC_OK)
+        return oc_error(OC_ERR_INTERNAL, "test: oc_request_free: %s", oc_last_error());
+    return st;
+}
+
+static oc_status_t do_put_init(run_t *run)
+{
+    return oc_alltoall_init(run->team, run->s, run->r, BLOCK, &run->put_req);
+}
+
+static oc_status_t do_put_start(run_t *run)
+{
+    unsigned salt;
+    oc_status_t st = OC_OK;
+    for (salt = 4; salt < 6 && st == OC_OK; salt++) { /* both landing zones */
+        fill(run, salt);
+        st = finish(run, run->put_req, oc_start(run->put_req), 0, salt);
+    }
+    return st;
+}
+
+static oc_status_t do_v_init(run_t *run)
+{
+    v_layout(run);
+    return oc_alltoallv_init(run->team, run->s, sizeof(run->s), run->counts, run->displs,
+                             run->r, sizeof(run->r), run->counts, run->displs, &run->v_req);
+}
+
+static oc_status_t do_v_start(run_t *run)
+{
+    oc_status_t st;
+    int k;
+    fill(run, 6);
+    memcpy(run->r, run->s, sizeof(run->s));
+    for (k = 0; k < N; k++)
+        memcpy(run->s + run->displs[k], run->r + (size_t)k * BLOCK, BLOCK);
+    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
+    st = oc_start(run->v_req);
+    if (st == OC_OK)
+        st = oc_wait(run->v_req);
+    return st == OC_OK ? v_received(run, 6) : st;
+}
+
+/* A 2x1x1 grid of NX^3 cells per rank: the value of a cell tells its global
+ * place, so that a ghost says whether it holds the neighbour's face. */
+static double cell_value(int gx, int y, int z)
+{
+    return gx * 10000.0 + y * 100.0 + z;
+}
+
+static size_t at(int x, int y, int z)
+{
+    return ((size_t)(x + W) * (NX + 2 * W) + (size_t)(y + W)) * (NX + 2 * W) + (size_t)(z + W);
+}
+
+static oc_status_t do_halo_create(run_t *run)
+{
+    oc_halo_params_t p;
+    oc_halo_field_t f;
+    int x, y, z;
+    memset(&p, 0, sizeof(p));
+    memset(&f, 0, sizeof(f));
+    for (x = 0; x < FIELD_CELLS; x++)
+        run->field[x] = -1;
+    for (x = 0; x < NX; x++)
+        for (y = 0; y < NX; y++)
+            for (z = 0; z < NX; z++)
+                run->field[at(x, y, z)] = cell_value(run->rank * NX + x, y, z);
+    p.dims[0] = N;
+    p.dims[1] = p.dims[2] = 1;
+    p.width = W;
+    f.data = run->field;
+    f.n[0] = f.n[1] = f.n[2] = NX;
+    f.elem_size = sizeof(double);
+    f.dim_mask = 1;
+    return oc_halo_create(run->team, &p, &f, 1, &run->halo);
+}
+
+static oc_status_t do_halo_exchange(run_t *run)
+{
+    oc_status_t st = oc_halo_start(run->halo, 0);
+    int x = run->rank == 0 ? NX : -1, y, z;
+    if (st == OC_OK)
+        st = oc_halo_wait(run->halo, 0);
+    for (y = 0; y < NX && st == OC_OK; y++)
+        for (z = 0; z < NX; z++)
+            if (run->field[at(x, y, z)] != cell_value(run->rank * NX + x, y, z))
+                return oc_error(OC_ERR_INTERNAL, "test: ghost (%d,%d,%d) is wrong", x, y, z);
+    return st;
+}
+
+static const step_t steps[] = {
+    {"oc_init and oc_team_create", SETUP, do_team, NULL},
+    {"oc_win_create", SETUP, do_win, NULL},
+    {"notified puts", OPERATION, do_put, "none from ranks 0, 1"},
+    {"oc_ialltoall", OPERATION, do_ialltoall, "never took part: 1"},
+    {"oc_ialltoallv", OPERATION, do_ialltoallv, "never took part: 1"},
+    {"oc_alltoall_init (put algorithm)", SETUP, do_put_init, NULL},
+    {"oc_start of the put request", OPERATION, do_put_start, "never took part: 1"},
+    {"oc_alltoallv_init", SETUP, do_v_init, NULL},
+    {"oc_start of the alltoallv request", OPERATION, do_v_start, "never took part: 1"},
+    {"oc_halo_create", SETUP, do_halo_create, NULL},
+    {"halo exchange", OPERATION, do_halo_exchange, "faces that never came: rank 1"},
+};
+enum { NSTEPS = sizeof(steps) / sizeof(steps[0]) };
+
+/* Every rank's status of a step, and its detail (rank 0 reads rank 1's). */
+typedef struct {
+    int32_t st;
+    char detail[512];
+} outcome_t;
+
+/* Rank 0 checks what both ranks said of the step. */
+static void judge(ut_rank_t *me, const step_t *step, int index, const outcome_t *all)
+{
+    oc_status_t st0 = all[0].st, st1 = all[1].st;
+    const char *d0 = all[0].detail;
+    int hit = atomic_load(&failed_in) == index + 1;
+
+    if (!hit) {
+        CHECK(st0 == OC_OK && st1 == OC_OK,
+              "%s, no allocation failed: rank 0 %s (%s), rank 1 %s (%s)", step->name,
+              oc_status_string(st0), d0, oc_status_string(st1), all[1].detail);
+        return;
+    }
+    if (st1 == OC_OK) { /* the failure was absorbed: then both go on */
+        CHECK(st0 == OC_OK, "%s: rank 1 absorbed its failed allocation, rank 0 says %s (%s)",
+              step->name, oc_status_string(st0), d0);
+        return;
+    }
+    CHECK(st1 == OC_ERR_NO_MEMORY && all[1].detail[0] != '\0',
+          "%s, allocation %ld failed: rank 1 says %s (%s)", step->name, fail_at,
+          oc_status_string(st1), all[1].detail);
+    if (step->kind == SETUP) {
+        CHECK(st0 != OC_OK && st0 != OC_ERR_TIMEOUT && strstr(d0, "rank 1") != NULL,
+              "%s, allocation %ld failed on rank 1: rank 0 says %s (%s), not an error naming "
+              "rank 1 at once", step->name, fail_at, oc_status_string(st0), d0);
+        return;
+    }
+    CHECK(st0 == OC_OK || (st0 == OC_ERR_TIMEOUT && strstr(d0, step->rank0_names_1) != NULL),
+          "%s, allocation %ld failed on rank 1: rank 0 says %s (%s), not OC_OK or a timeout "
+          "naming rank 1 (\"%s\")",
+          step->name, fail_at, oc_status_string(st0), d0, step->rank0_names_1);
+}
+
+/* A free's status: no error where no allocation failed in the run. */
+static void freed(ut_rank_t *me, const char *what, oc_status_t st)
+{
+    if (st == OC_OK)
+        return;
+    CHECK(st != OC_ERR_BUSY, "%s: OC_ERR_BUSY (%s)", what, oc_last_error());
+    CHECK(atomic_load(&failed_in) != 0, "%s, no allocation failed: %s (%s)", what,
+          oc_status_string(st), oc_last_error());
+}
+
+static run_t runs[N];
+
+static void *rank_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    run_t *run = &runs[me->member.rank];
+    outcome_t mine, all[N];
+    int i;
+
+    memset(run, 0, sizeof(*run));
+    run->me = me;
+    run->rank = me->member.rank;
+    run->peer = 1 - run->rank;
+    if (run->rank == 1)
+        my_role = ROLE_APP;
+    for (i = 0; i < NSTEPS; i++) {
+        if (run->rank == 1)
+            atomic_store(&step_now, i);
+        run->detail[0] = '\0';
+        mine.st = steps[i].fn(run);
+        snprintf(mine.detail, sizeof(mine.detail), "%s",
+                 mine.st != OC_OK && run->detail[0] != '\0' ? run->detail : oc_last_error());
+        oc_local_oob_allgather(&mine, all, sizeof(mine), &run->me->member);
+        if (run->rank == 0)
+            judge(me, &steps[i], i, all);
+        if (all[0].st != OC_OK || all[1].st != OC_OK)
+            break;
+    }
+    if (run->rank == 1)
+        atomic_store(&step_now, NSTEPS);
+    if (run->halo != NULL)
+        freed(me, "oc_halo_free", oc_halo_free(run->halo));
+    if (run->v_req != NULL)
+        freed(me, "oc_request_free (alltoallv)", oc_request_free(run->v_req));
+    if (run->put_req != NULL)
+        freed(me, "oc_request_free (put)", oc_request_free(run->put_req));
+    if (run->win != NULL)
+        freed(me, "oc_win_free", oc_win_free(run->win));
+    ut_barrier(me); /* no endpoint torn down while the peer may use it */
+    if (run->team != NULL)
+        freed(me, "oc_team_free", oc_team_free(run->team));
+    if (run->ctx != NULL)
+        freed(me, "oc_finalize", oc_finalize(run->ctx));
+    my_role = ROLE_NONE;
+    return NULL;
+}
+
+/* Fails each of rank 1's allocations of role `role` in turn, each in a run of
+ * its own; fails the test if any run went wrong, or if no allocation was
+ * failed at all. */
+static void every_allocation(oc_progress_mode_t m, role_t role, const char *label)
+{
+    char name[128];
+    int bad = 0;
+    mode = m;
+    counted = role;
+    const char *first = getenv("NOMEM_FIRST"); /* to rerun from a given allocation */
+    for (fail_at = first != NULL ? atol(first) : 1;; fail_at++) {
+        atomic_store(&seen, 0);
+        atomic_store(&failed_in, 0);
+        snprintf(name, sizeof(name), "%s, allocation %ld fails", label, fail_at);
+        bad += ut_run_ranks_noted(N, rank_main, NULL, name);
+        if (atomic_load(&failed_in) == 0)
+            break;
+    }
+    print_message("%s: %ld allocation(s) failed in turn, %d run(s) went wrong\n", label,
+                  fail_at - 1, bad);
+    assert_true(fail_at > 1);
+    assert_int_equal(bad, 0);
+}
+
+static void test_app_thread(void **state)
+{
+    (void)state;
+    every_allocation(OC_PROGRESS_THREAD, ROLE_APP, "thread mode, application thread");
+}
+
+static void test_progress_thread(void **state)
+{
+    (void)state;
+    every_allocation(OC_PROGRESS_THREAD, ROLE_PE, "thread mode, progress thread");
+}
+
+static void test_inline(void **state)
+{
+    (void)state;
+    every_allocation(OC_PROGRESS_INLINE, ROLE_APP, "inline mode");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_app_thread),
+        cmocka_unit_test(test_progress_thread),
+        cmocka_unit_test(test_inline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
