@@ -35,7 +35,9 @@
 #include "ut_data.h"
 #include "ut_ranks.h"
 
-enum { N = 2, BLOCK = 3000, NX = 4, W = 1, WIN_BYTES = 256, PUT_BYTES = 64 };
+/* UNEVEN: the all-to-allvs' scale (blocks of 1 to 5 times it, gaps between,
+ * the send blocks in falling order). */
+enum { N = 2, BLOCK = 3000, UNEVEN = 1000, NX = 4, W = 1, WIN_BYTES = 256, PUT_BYTES = 64 };
 #define FIELD_CELLS ((NX + 2 * W) * (NX + 2 * W) * (NX + 2 * W))
 
 /* ---- Failing allocations ---------------------------------------------------- */
@@ -129,8 +131,9 @@ typedef struct {
     unsigned char *wbase;
     oc_request_t *put_req, *v_req;
     oc_halo_t *halo;
-    unsigned char s[N * BLOCK], r[N * BLOCK], put_src[PUT_BYTES];
-    size_t counts[N], displs[N];
+    const ut_layout_t *eq, *uneven; /* the all-to-alls' and the all-to-allvs' blocks */
+    unsigned char *s, *r;           /* for either */
+    unsigned char put_src[PUT_BYTES];
     double field[FIELD_CELLS];
     char detail[512]; /* oc_last_error() after the step, if it failed */
 } run_t;
@@ -192,36 +195,27 @@ static oc_status_t do_put(run_t *run)
     return st;
 }
 
-static void fill(run_t *run, unsigned salt)
+/* The received blocks against their senders' patterns, the gaps untouched.
+ * ut_check's allocation is the test's own: not counted, never failed. */
+static oc_status_t received(const run_t *run, const ut_layout_t *l, unsigned salt)
 {
-    size_t i;
-    int k;
-    for (k = 0; k < N; k++)
-        for (i = 0; i < BLOCK; i++)
-            run->s[(size_t)k * BLOCK + i] = ut_pattern(run->rank, k, i, salt);
-    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
+    role_t role = my_role;
+    long bad;
+    my_role = ROLE_NONE;
+    bad = ut_check(l, run->r, salt);
+    my_role = role;
+    return bad < 0 ? OC_OK : oc_error(OC_ERR_INTERNAL, "test: received byte %ld is wrong", bad);
 }
 
-static oc_status_t received(run_t *run, unsigned salt)
-{
-    size_t i;
-    int k;
-    for (k = 0; k < N; k++)
-        for (i = 0; i < BLOCK; i++)
-            if (run->r[(size_t)k * BLOCK + i] != ut_pattern(k, run->rank, i, salt))
-                return oc_error(OC_ERR_INTERNAL, "test: byte %zu from rank %d is wrong", i, k);
-    return OC_OK;
-}
-
-/* Starts (persistent: req already made) or makes and starts the request,
- * waits, checks the data; a one-shot request is freed. */
-static oc_status_t finish(run_t *run, oc_request_t *req, oc_status_t st, int one_shot,
-                          unsigned salt)
+/* Completes req, made or started with status st, and checks the data; a
+ * one-shot request is freed, its operation's error detail kept. */
+static oc_status_t finish(run_t *run, const ut_layout_t *l, oc_request_t *req, oc_status_t st,
+                          int one_shot, unsigned salt)
 {
     if (st == OC_OK)
         st = oc_wait(req);
     if (st == OC_OK)
-        st = received(run, salt);
+        st = received(run, l, salt);
     if (one_shot && req != NULL) {
         oc_error_saved_t saved;
         oc_error_save(&saved);
@@ -235,49 +229,21 @@ static oc_status_t finish(run_t *run, oc_request_t *req, oc_status_t st, int one
 static oc_status_t do_ialltoall(run_t *run)
 {
     oc_request_t *req = NULL;
-    fill(run, 2);
-    return finish(run, req, oc_ialltoall(run->team, run->s, run->r, BLOCK, &req), 1, 2);
-}
-
-static void v_layout(run_t *run)
-{
-    int k;
-    for (k = 0; k < N; k++) { /* blocks in reverse order: displacements fall */
-        run->counts[k] = BLOCK;
-        run->displs[k] = (size_t)(N - 1 - k) * BLOCK;
-    }
-}
-
-static oc_status_t v_received(run_t *run, unsigned salt)
-{
-    unsigned char tmp[N * BLOCK];
-    int k;
-    memcpy(tmp, run->r, sizeof(tmp));
-    for (k = 0; k < N; k++)
-        memcpy(run->r + (size_t)k * BLOCK, tmp + run->displs[k], BLOCK);
-    return received(run, salt);
+    oc_status_t st;
+    ut_fill(run->eq, run->s, run->r, 2);
+    st = oc_ialltoall(run->team, run->s, run->r, BLOCK, &req);
+    return finish(run, run->eq, req, st, 1, 2);
 }
 
 static oc_status_t do_ialltoallv(run_t *run)
 {
+    const ut_layout_t *l = run->uneven;
     oc_request_t *req = NULL;
     oc_status_t st;
-    int k;
-    v_layout(run);
-    fill(run, 3);
-    for (k = 0; k < N; k++) /* the send blocks in the same reversed layout */
-        memcpy(run->r + run->displs[k], run->s + (size_t)k * BLOCK, BLOCK);
-    memcpy(run->s, run->r, sizeof(run->s));
-    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
-    st = oc_ialltoallv(run->team, run->s, sizeof(run->s), run->counts, run->displs, run->r,
-                       sizeof(run->r), run->counts, run->displs, &req);
-    if (st == OC_OK)
-        st = oc_wait(req);
-    if (st == OC_OK)
-        st = v_received(run, 3);
-    if (req != NULL && oc_request_free(req) != OC_OK && st == OC_OK)
-        return oc_error(OC_ERR_INTERNAL, "test: oc_request_free: %s", oc_last_error());
-    return st;
+    ut_fill(l, run->s, run->r, 3);
+    st = oc_ialltoallv(run->team, run->s, l->sbytes, l->sc, l->sd, run->r, l->rbytes, l->rc,
+                       l->rd, &req);
+    return finish(run, l, req, st, 1, 3);
 }
 
 static oc_status_t do_put_init(run_t *run)
@@ -290,32 +256,23 @@ static oc_status_t do_put_start(run_t *run)
     unsigned salt;
     oc_status_t st = OC_OK;
     for (salt = 4; salt < 6 && st == OC_OK; salt++) { /* both landing zones */
-        fill(run, salt);
-        st = finish(run, run->put_req, oc_start(run->put_req), 0, salt);
+        ut_fill(run->eq, run->s, run->r, salt);
+        st = finish(run, run->eq, run->put_req, oc_start(run->put_req), 0, salt);
     }
     return st;
 }
 
 static oc_status_t do_v_init(run_t *run)
 {
-    v_layout(run);
-    return oc_alltoallv_init(run->team, run->s, sizeof(run->s), run->counts, run->displs,
-                             run->r, sizeof(run->r), run->counts, run->displs, &run->v_req);
+    const ut_layout_t *l = run->uneven;
+    return oc_alltoallv_init(run->team, run->s, l->sbytes, l->sc, l->sd, run->r, l->rbytes,
+                             l->rc, l->rd, &run->v_req);
 }
 
 static oc_status_t do_v_start(run_t *run)
 {
-    oc_status_t st;
-    int k;
-    fill(run, 6);
-    memcpy(run->r, run->s, sizeof(run->s));
-    for (k = 0; k < N; k++)
-        memcpy(run->s + run->displs[k], run->r + (size_t)k * BLOCK, BLOCK);
-    memset(run->r, UT_GAP_BYTE, sizeof(run->r));
-    st = oc_start(run->v_req);
-    if (st == OC_OK)
-        st = oc_wait(run->v_req);
-    return st == OC_OK ? v_received(run, 6) : st;
+    ut_fill(run->uneven, run->s, run->r, 6);
+    return finish(run, run->uneven, run->v_req, oc_start(run->v_req), 0, 6);
 }
 
 /* A 2x1x1 grid of NX^3 cells per rank: the value of a cell tells its global
@@ -432,6 +389,46 @@ static void freed(ut_rank_t *me, const char *what, oc_status_t st)
 
 static run_t runs[N];
 
+/* Each rank's layouts and buffers, made before any allocation is counted. */
+static struct {
+    ut_layout_t eq, uneven;
+    unsigned char *s, *r;
+} data[N];
+
+static size_t larger(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
+static int data_make(void **state)
+{
+    int r;
+    (void)state;
+    for (r = 0; r < N; r++) {
+        if (ut_layout_init(&data[r].eq, UT_EQUAL, r, N, BLOCK) != 0 ||
+            ut_layout_init(&data[r].uneven, UT_UNEVEN, r, N, UNEVEN) != 0)
+            return -1;
+        data[r].s = malloc(larger(data[r].eq.sbytes, data[r].uneven.sbytes));
+        data[r].r = malloc(larger(data[r].eq.rbytes, data[r].uneven.rbytes));
+        if (data[r].s == NULL || data[r].r == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static int data_free(void **state)
+{
+    int r;
+    (void)state;
+    for (r = 0; r < N; r++) {
+        ut_layout_fini(&data[r].eq);
+        ut_layout_fini(&data[r].uneven);
+        free(data[r].s);
+        free(data[r].r);
+    }
+    return 0;
+}
+
 static void *rank_main(void *arg)
 {
     ut_rank_t *me = arg;
@@ -443,6 +440,10 @@ static void *rank_main(void *arg)
     run->me = me;
     run->rank = me->member.rank;
     run->peer = 1 - run->rank;
+    run->eq = &data[run->rank].eq;
+    run->uneven = &data[run->rank].uneven;
+    run->s = data[run->rank].s;
+    run->r = data[run->rank].r;
     if (run->rank == 1)
         my_role = ROLE_APP;
     for (i = 0; i < NSTEPS; i++) {
@@ -526,5 +527,5 @@ int main(void)
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_inline),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, data_make, data_free);
 }
