@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "oc_pool.h"
 #include "oc_sched.h"
 
 typedef struct oc_nic oc_nic_t;
@@ -139,12 +140,11 @@ struct oc_nic {
 typedef struct oc_nic_am_msg oc_nic_am_msg_t;
 typedef struct {
     oc_nic_am_msg_t *head, **tail;
-    oc_nic_am_msg_t *spare;    /* small nodes free for the next messages */
-    void *pool;                /* the nodes made with the queue */
+    oc_pool_t pool;            /* nodes for small messages */
 } oc_nic_amq_t;
 
-/* Makes the queue's spare nodes, so that keeping a message needs no memory
- * while few wait; OC_ERR_NO_MEMORY if they cannot be made. */
+/* Makes the queue's pool of nodes, so that keeping a message needs no memory
+ * while few wait; OC_ERR_NO_MEMORY if it cannot be made. */
 oc_status_t oc_nic_amq_init(oc_nic_amq_t *q);
 /* Copies len bytes; out of memory, the message is lost with a warning naming
  * the backend (who). */

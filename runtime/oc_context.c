@@ -76,7 +76,9 @@ static oc_status_t open_backend(oc_context_t *ctx)
 
     if (ctx->cfg.backend != OC_BACKEND_UCX) {
         st = oc_nic_verbs_create(&params, &ctx->nic, info, sizeof(info));
-        if (st == OC_ERR_INVALID_ARG) /* a malformed OC_VERBS_* variable */
+        /* A malformed OC_VERBS_* variable, or a device that opened on a
+         * host out of memory: neither is a reason to take UCX instead. */
+        if (st == OC_ERR_INVALID_ARG || st == OC_ERR_NO_MEMORY)
             return oc_error(st, "%s", info);
         if (st != OC_OK && ctx->cfg.backend == OC_BACKEND_VERBS)
             return oc_error(st == OC_ERR_UNAVAILABLE ? st : OC_ERR_BACKEND,

@@ -498,20 +498,16 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
     }
     nic->base.ops = &verbs_ops;
     nic->verbose = params->verbose;
-    st = vb_proto_init(&nic->proto);
-    if (st == OC_OK)
-        st = vb_trigger_parse(&nic->trig.mode);
+    st = vb_trigger_parse(&nic->trig.mode);
     if (st == OC_OK)
         st = vb_dev_parse_max_peers(&max_peers, &given);
     if (st != OC_OK) {
         snprintf(info, size, "%s", oc_last_error());
-        vb_proto_fini(&nic->proto);
         free(nic);
         return st;
     }
     st = vb_dev_open(&nic->dev, max_peers, given, info, size);
     if (st != OC_OK) {
-        vb_proto_fini(&nic->proto);
         free(nic);
         return oc_error(st, "%s", info);
     }
@@ -520,7 +516,11 @@ oc_status_t oc_nic_verbs_create(const oc_nic_params_t *params, oc_nic_t **out, c
               "verbs: ibv_fork_init: %s (verbs was in use before offcoll); fork() while "
               "buffers are registered is safe only on kernels with copy-on-fork (5.13+)",
               strerror(nic->dev.fork_init));
-    st = vb_trigger_open(nic);
+    st = vb_proto_init(&nic->proto);
+    if (st == OC_OK)
+        st = vb_ops_init(nic);
+    if (st == OC_OK)
+        st = vb_trigger_open(nic);
     if (st != OC_OK) {
         snprintf(info, size, "%s", oc_last_error());
         vb_destroy(&nic->base);

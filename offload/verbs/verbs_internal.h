@@ -171,6 +171,10 @@ void vb_qp_credits(vb_nic_t *nic, oc_nic_ep_t *ep, uint32_t n);
  * ends with an error. */
 void vb_qp_failed(vb_nic_t *nic, oc_nic_ep_t *ep, const char *why);
 
+/* The first SLAB_OPS send operations and their bounce buffers, made with the
+ * instance so that a few operations' messages need no memory; more are made
+ * when they are all in flight. */
+oc_status_t vb_ops_init(vb_nic_t *nic);
 vb_op_t *vb_op_get(vb_nic_t *nic);
 void vb_op_put(vb_nic_t *nic, vb_op_t *op);
 /* Makes op a SEND of h and len bytes of payload, through its bounce buffer. */
@@ -258,9 +262,12 @@ typedef struct {
     vb_unexp_t *unexp, **unexp_tail;      /* arrivals before their RECV task */
     vb_rndv_send_t *rts;                  /* SEND tasks waiting for RTR */
     oc_nic_amq_t am;                      /* control messages to deliver */
+    oc_pool_t recvs, unexps, sends;       /* the records above */
     uint32_t next_cookie;
 } vb_proto_t;
 
+/* Makes room for the records of the transfers a few operations keep in
+ * flight, so that they need no memory; OC_ERR_NO_MEMORY if it cannot. */
 oc_status_t vb_proto_init(vb_proto_t *p);
 void vb_proto_fini(vb_proto_t *p);
 oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot);

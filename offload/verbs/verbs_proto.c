@@ -79,11 +79,20 @@ struct vb_rndv_send {
     oc_nic_ep_t *ep;
 };
 
+/* Records made with the instance: receives and rendezvous sends in flight,
+ * early messages (with an eager payload each). Set-ups exchange a few small
+ * messages per peer; a burst all-to-all posts a receive and a send per peer. */
+enum { VB_POOL_RECORDS = 64, VB_POOL_EARLY = 32 };
+
 oc_status_t vb_proto_init(vb_proto_t *p)
 {
     memset(p, 0, sizeof(*p));
     p->expected_tail = &p->expected;
     p->unexp_tail = &p->unexp;
+    if (oc_pool_init(&p->recvs, sizeof(vb_recv_t), VB_POOL_RECORDS) != 0 ||
+        oc_pool_init(&p->sends, sizeof(vb_rndv_send_t), VB_POOL_RECORDS) != 0 ||
+        oc_pool_init(&p->unexps, sizeof(vb_unexp_t) + VB_EAGER_MAX, VB_POOL_EARLY) != 0)
+        return oc_error(OC_ERR_NO_MEMORY, "verbs: transfer records");
     return oc_nic_amq_init(&p->am);
 }
 
@@ -112,7 +121,7 @@ static void finish_recv(vb_nic_t *nic, vb_recv_t *r, oc_status_t st)
     vb_mr_put(&nic->mrs, r->mr);
     if (r->slot != NULL)
         vb_task_finished(nic, r->slot, st);
-    free(r);
+    oc_pool_put(&nic->proto.recvs, r);
 }
 
 static oc_status_t conn_failed(const char *what, int rank)
@@ -191,7 +200,7 @@ oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot)
         op->slot = slot;
         vb_op_set_send(op, &h, t->src, t->len);
     } else {
-        vb_rndv_send_t *rs = malloc(sizeof(*rs));
+        vb_rndv_send_t *rs = oc_pool_get(&nic->proto.sends);
         if (rs == NULL) {
             vb_op_put(nic, op);
             return oc_error(OC_ERR_NO_MEMORY, "verbs: rendezvous send");
@@ -221,10 +230,11 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
     const oc_nic_match_t *m = slot->list->match;
     vb_proto_t *p = &nic->proto;
     vb_unexp_t **u;
-    vb_recv_t *r = calloc(1, sizeof(*r));
+    vb_recv_t *r = oc_pool_get(&p->recvs);
 
     if (r == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: receive");
+    memset(r, 0, sizeof(*r));
     r->team_id = m->team_id;
     r->seq = m->seq;
     r->src = t->peer;
@@ -239,11 +249,11 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
             if (*u == NULL)
                 p->unexp_tail = u;
             meet(nic, r, &x->hdr, x->data, x->ep);
-            free(x);
+            oc_pool_put(&p->unexps, x);
             return OC_OK;
         }
     if (r->ep->failed) {
-        free(r);
+        oc_pool_put(&p->recvs, r);
         return conn_failed("receive from", t->peer);
     }
     *p->expected_tail = r;
@@ -269,7 +279,7 @@ static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payloa
             meet(nic, r, h, payload, ep);
             return;
         }
-    x = malloc(sizeof(*x) + plen);
+    x = oc_pool_get(&p->unexps);
     if (x == NULL) {
         oc_warn("verbs: out of memory: an early message of %zu bytes was lost", plen);
         return;
@@ -318,7 +328,7 @@ static void arrived_rtr(vb_nic_t *nic, const vb_hdr_t *h)
     }
     if (st != OC_OK)
         vb_task_finished(nic, rs->slot, st);
-    free(rs);
+    oc_pool_put(&nic->proto.sends, rs);
 }
 
 /* The receive waiting for the write with this cookie, unlinked; NULL if its
@@ -485,7 +495,7 @@ static unsigned end_held(vb_nic_t *nic, vb_pick_fn pick, const void *key, oc_sta
     while ((rs = sends) != NULL) {
         sends = rs->next;
         vb_task_finished(nic, rs->slot, status);
-        free(rs);
+        oc_pool_put(&p->sends, rs);
         n++;
     }
     while ((r = done) != NULL) {
@@ -534,22 +544,25 @@ void vb_proto_fini(vb_proto_t *p)
     while (p->expected != NULL) {
         vb_recv_t *r = p->expected;
         p->expected = r->next;
-        free(r);
+        oc_pool_put(&p->recvs, r);
     }
     while (p->writing != NULL) {
         vb_recv_t *r = p->writing;
         p->writing = r->next;
-        free(r);
+        oc_pool_put(&p->recvs, r);
     }
     while (p->unexp != NULL) {
         vb_unexp_t *x = p->unexp;
         p->unexp = x->next;
-        free(x);
+        oc_pool_put(&p->unexps, x);
     }
     while (p->rts != NULL) {
         vb_rndv_send_t *rs = p->rts;
         p->rts = rs->next;
-        free(rs);
+        oc_pool_put(&p->sends, rs);
     }
+    oc_pool_fini(&p->recvs);
+    oc_pool_fini(&p->unexps);
+    oc_pool_fini(&p->sends);
     oc_nic_amq_fini(&p->am);
 }

@@ -95,6 +95,11 @@ static oc_status_t grow(vb_nic_t *nic)
     return OC_OK;
 }
 
+oc_status_t vb_ops_init(vb_nic_t *nic)
+{
+    return grow(nic);
+}
+
 vb_op_t *vb_op_get(vb_nic_t *nic)
 {
     vb_op_t *op;
