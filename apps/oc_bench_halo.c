@@ -783,6 +783,8 @@ enum { M_COMM, M_OVERALL, M_COMPUTE, M_PE_CPU, M_WAKEUPS, M_COUNT };
 
 typedef struct {
     long iters;
+    double setup;      /* the plan, windows or requests made before the first exchange, s,
+                        * the slowest rank's (once per configuration: one sample) */
     double m[M_COUNT]; /* seconds or counts per exchange, mean over ranks */
     double copy;       /* packing the faces sent and unpacking those received, s, mean
                         * over ranks */
@@ -822,7 +824,7 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
 
 enum { C_IMPL, C_FIELDS, C_N, C_WIDTH, C_CORNERS, C_PERIODIC, C_DIMS, C_RANKS, C_BYTES,
        C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP, C_NET, C_COPY, C_BOUND, C_PE_CPU,
-       C_WAKEUPS, C_CONFIG, C_COUNT };
+       C_WAKEUPS, C_SETUP, C_CONFIG, C_COUNT };
 
 static const column_t columns[C_COUNT] = {
     [C_IMPL] = {"impl", "impl", -12},         [C_FIELDS] = {"fields", "fields", 6},
@@ -838,6 +840,7 @@ static const column_t columns[C_COUNT] = {
     [C_BOUND] = {"bound%", "bound_pct", 7},
     [C_PE_CPU] = {"pe_cpu_us", "pe_cpu_us_per_exchange", 10},
     [C_WAKEUPS] = {"wakeup/ex", "wakeups_per_exchange", 9},
+    [C_SETUP] = {"setup_us", "setup_us", 9},
     [C_CONFIG] = {"", "config", 0},
 };
 
@@ -881,6 +884,7 @@ static void row_fields(const bench_t *b, const impl_t *im, int cfg, const result
     set_field(f[C_BOUND], 1, 1, bound_pct(m[M_COMM], r->copy));
     set_field(f[C_PE_CPU], thread, 1, m[M_PE_CPU] * 1e6);
     set_field(f[C_WAKEUPS], thread, 2, m[M_WAKEUPS]);
+    set_field(f[C_SETUP], 1, 0, r->setup * 1e6);
     snprintf(f[C_CONFIG], sizeof(field_t), "%d", cfg);
 }
 
@@ -920,6 +924,9 @@ static void print_header(const bench_t *b)
            "# net = the same against the compute as calibrated (lasting pure), not as it ran: "
            "CPU taken from the\n#   compute (compute above pure: by a progress thread) "
            "counts against it, as in an application\n"
+           "# setup = what is made before the first exchange (offcoll: oc_halo_create; mpi_rma: "
+           "MPI_Win_allocate\n#   and groups; mpi_2sided: buffers), once per row, the slowest "
+           "rank's\n"
            "# ghost cells checked: %s\n",
            b->o.common.check ? "after the first exchange and two after the timed ones, "
                                "fresh values each" : "no (--no-check)");
@@ -963,7 +970,7 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
     result_t res[IMPL_COUNT];
     int i, nf = b->o.fields[cfg];
     face_copies_t fc = {b, nf};
-    double copy = time_copies(face_copies, &fc);
+    double copy = time_copies(face_copies, &fc), setup;
 
     snprintf(bench_at.what, sizeof(bench_at.what), "%d field%s", nf, nf > 1 ? "s" : "");
     for (i = 0; i < IMPL_COUNT; i++) {
@@ -975,8 +982,12 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
         if (b->rank == 0)
             fprintf(stderr, PROG ": [%d/%d] %2d field%s %-12s (%.1f s elapsed)\n", cfg + 1,
                     b->o.nconfigs, nf, nf > 1 ? "s" : " ", im->name, MPI_Wtime() - b->t0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        setup = MPI_Wtime();
         im->setup(im, b, nf);
+        setup = max_over_ranks(MPI_Wtime() - setup);
         res[i] = measure(b, im, nf);
+        res[i].setup = setup;
         res[i].copy = copy;
         bench_at.phase = "tear-down";
         im->teardown(im, b, nf);

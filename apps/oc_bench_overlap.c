@@ -46,12 +46,13 @@ struct impl {
     int nonblocking;            /* the overlapped phase applies */
     int offcoll;                /* oc_progress_mode_t below is meaningful */
     oc_progress_mode_t mode;
+    /* once per size before its first start, timed on its own; NULL: none */
+    void (*setup)(impl_t *im, const void *sbuf, void *rbuf, size_t block);
     void (*start)(impl_t *im, const void *sbuf, void *rbuf, size_t block);
     void (*wait)(impl_t *im);
     oc_context_t *ctx;
     oc_team_t *team;
     oc_request_t *oreq;
-    size_t oreq_block;          /* oc_persist: the block oreq was set up for */
     MPI_Request mreq;
     oc_alg_t alg;               /* what offcoll chose for the last start */
 };
@@ -92,19 +93,21 @@ static void oc_wait_a2a(impl_t *im)
     im->oreq = NULL;
 }
 
-/* The set-up happens in the untimed probe of each size; the buffers are the
- * same in every iteration, as in a code that sets up its transposes once. */
+/* The buffers are the same in every iteration, as in a code that sets up its
+ * transposes once. */
+static void oc_persist_setup(impl_t *im, const void *sbuf, void *rbuf, size_t block)
+{
+    if (im->oreq != NULL)
+        oc_check(oc_request_free(im->oreq), "oc_request_free");
+    oc_check(oc_alltoall_init(im->team, sbuf, rbuf, block, &im->oreq), "oc_alltoall_init");
+    im->alg = oc_request_alg(im->oreq);
+}
+
 static void oc_persist_start(impl_t *im, const void *sbuf, void *rbuf, size_t block)
 {
-    if (im->oreq != NULL && im->oreq_block != block) {
-        oc_check(oc_request_free(im->oreq), "oc_request_free");
-        im->oreq = NULL;
-    }
-    if (im->oreq == NULL) {
-        oc_check(oc_alltoall_init(im->team, sbuf, rbuf, block, &im->oreq), "oc_alltoall_init");
-        im->oreq_block = block;
-        im->alg = oc_request_alg(im->oreq);
-    }
+    (void)sbuf;
+    (void)rbuf;
+    (void)block;
     oc_check(oc_start(im->oreq), "oc_start");
 }
 
@@ -123,7 +126,8 @@ static impl_t impls[IMPL_COUNT] = {
     [IMPL_OC_THREAD] = {.name = "oc_thread", .nonblocking = 1, .offcoll = 1,
                         .mode = OC_PROGRESS_THREAD, .start = oc_start_a2a, .wait = oc_wait_a2a},
     [IMPL_OC_PERSIST] = {.name = "oc_persist", .nonblocking = 1, .offcoll = 1,
-                         .mode = OC_PROGRESS_THREAD, .start = oc_persist_start,
+                         .mode = OC_PROGRESS_THREAD, .setup = oc_persist_setup,
+                         .start = oc_persist_start,
                          .wait = oc_persist_wait},
 };
 
@@ -239,6 +243,7 @@ typedef struct {
     long iters;
     double m[M_COUNT]; /* seconds or counts per iteration, mean over ranks */
     double copy;       /* memcpy of the received bytes, s, mean over ranks */
+    double setup;      /* impl_t's setup, s, the slowest rank's (one sample) */
     oc_alg_t alg;
 } result_t;
 
@@ -409,6 +414,13 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
     result_t r = {0};
     double *m = r.m;
 
+    if (im->setup != NULL) {
+        bench_at.phase = "set-up";
+        MPI_Barrier(MPI_COMM_WORLD);
+        r.setup = MPI_Wtime();
+        im->setup(im, b->sbuf, b->rbuf, block);
+        r.setup = max_over_ranks(MPI_Wtime() - r.setup);
+    }
     r.iters = warm_up(b, im, block);
     m[M_COMM] = phase(b, im, block, &PURE, r.iters, NULL);
     if (im->nonblocking) {
@@ -449,7 +461,7 @@ static const char *size_str(size_t s, char *buf, size_t len)
 
 /* The columns of the table and of the CSV (oc_bench_common.h). */
 enum { C_IMPL, C_ALG, C_SIZE, C_RANKS, C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP,
-       C_COPY, C_BOUND, C_PE_CPU, C_LISTS, C_WAKEUPS, C_COUNT };
+       C_COPY, C_BOUND, C_PE_CPU, C_LISTS, C_WAKEUPS, C_SETUP, C_COUNT };
 
 static const column_t columns[C_COUNT] = {
     [C_IMPL] = {"impl", "impl", -12},           [C_ALG] = {"alg", "alg", -8},
@@ -462,6 +474,7 @@ static const column_t columns[C_COUNT] = {
     [C_PE_CPU] = {"pe_cpu_us", "pe_cpu_us_per_iter", 10},
     [C_LISTS] = {"lists/it", "lists_per_iter", 8},
     [C_WAKEUPS] = {"wakeup/it", "wakeups_per_iter", 9},
+    [C_SETUP] = {"setup_us", "setup_us", 9},
 };
 
 static void row_fields(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
@@ -487,6 +500,7 @@ static void row_fields(const bench_t *b, const impl_t *im, size_t block, const r
     set_field(f[C_PE_CPU], thread, 2, m[M_PE_CPU] * 1e6);
     set_field(f[C_LISTS], oc, 2, m[M_LISTS]);
     set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
+    set_field(f[C_SETUP], im->setup != NULL, 0, r->setup * 1e6);
 }
 
 /* Each context's engine: one whose thread shares the computing CPU cannot
@@ -507,7 +521,8 @@ static void print_header(const bench_t *b, const char *backend)
            MIN_TIMED_ITERS, b->o.common.iters);
     printf("# times: us per iteration, mean over ranks; overlap = max(0, 100 - 100*(overall - "
            "compute)/pure)\n# bound = 100*(1 - memcpy of the received bytes/pure); per-iteration "
-           "progress figures are of the overlapped phase\n");
+           "progress figures are of the overlapped phase\n# setup = the persistent request's "
+           "oc_alltoall_init, once per size, the slowest rank's\n");
     header_fields(columns, C_COUNT, 1, f);
     table_line(columns, C_COUNT, f);
     fflush(stdout);
