@@ -42,7 +42,9 @@ typedef struct {
     oc_nic_ep_t *const *eps;       /* endpoints by team rank */
 } oc_nic_match_t;
 
-/* One per task of a posted list: the backend's handle for the task. */
+/* One per task of a posted list: the backend's handle for the task,
+ * non-NULL from its posting until it finishes (a timeout's diagnosis lists
+ * the tasks whose handle is still set). */
 typedef struct {
     oc_nic_list_t *list;
     void *handle;

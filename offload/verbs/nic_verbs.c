@@ -39,10 +39,17 @@ struct oc_nic_rkey {
 
 /* ---- task and work-request completion ------------------------------------------- */
 
+/* A task's handle counts its unfinished pieces, so that it is NULL once the
+ * last one finishes (oc_nic.h): 1 when posted, more when its write is cut. */
+static void add_pieces(oc_nic_slot_t *slot, uintptr_t n)
+{
+    slot->handle = (void *)((uintptr_t)slot->handle + n);
+}
+
 void vb_task_finished(vb_nic_t *nic, oc_nic_slot_t *slot, oc_status_t status)
 {
     oc_nic_list_t *list = slot->list;
-    slot->handle = NULL;
+    add_pieces(slot, (uintptr_t)-1);
     oc_nic_list_fail(list, status);
     if (--list->outstanding == 0)
         vb_trigger_list_idle(nic, list);
@@ -180,7 +187,9 @@ oc_status_t vb_stage_writes(vb_nic_t *nic, oc_nic_ep_t *ep, oc_nic_slot_t *slot,
         *tail = op;
         tail = &op->next;
     }
-    slot->list->outstanding += nwr - 1; /* each WR's completion finishes the task once */
+    /* each WR's completion finishes the task once */
+    slot->list->outstanding += nwr - 1;
+    add_pieces(slot, nwr - 1);
     while ((op = head) != NULL) {
         head = op->next;
         vb_stage(nic, ep, op);
@@ -250,9 +259,12 @@ static oc_status_t vb_post_list(oc_nic_t *base, oc_nic_list_t *list)
             continue;
         }
         list->outstanding++;
+        add_pieces(slot, 1);
         st = post_task(nic, slot, t);
-        if (st != OC_OK)
+        if (st != OC_OK) {
             list->outstanding--;
+            slot->handle = NULL;
+        }
     }
     if (st != OC_OK) {
         oc_nic_list_fail(list, st);
