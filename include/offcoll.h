@@ -231,9 +231,9 @@ typedef struct {
  *  same outcome: a member that fails (ctx NULL, say, because its oc_init
  *  failed) still takes part, and the others return OC_ERR_MISMATCH naming
  *  it. Only a member whose params are unusable (NULL, bad rank or size, no
- *  allgather), or that cannot allocate a few bytes per member for the first
- *  round, returns at once, leaving the others in their allgather. params is
- *  used only during the call. */
+ *  allgather), or, in a team above 1024 members, that cannot allocate 4
+ *  bytes per member for the first round, returns at once, leaving the others
+ *  in their allgather. params is used only during the call. */
 OC_API oc_status_t oc_team_create(oc_context_t *ctx, const oc_team_params_t *params,
                                   oc_team_t **team);
 

@@ -50,17 +50,21 @@ typedef enum { ROLE_NONE, ROLE_APP, ROLE_PE } role_t;
 static _Thread_local role_t my_role;
 static role_t counted;          /* the role whose allocations count in this run */
 static long fail_at;            /* the counted allocation that fails, from 1 */
+static int sticky;              /* and every one after it too (memory stays short) */
 static atomic_long seen;        /* counted allocations so far in this run */
 static atomic_int step_now;     /* the step rank 1 is in */
 static atomic_int failed_in;    /* 1 + the step where the allocation failed, 0: none */
 
 static int fail_now(void)
 {
+    int none = 0;
+    long n;
     if (my_role == ROLE_NONE || my_role != counted)
         return 0;
-    if (atomic_fetch_add(&seen, 1) + 1 != fail_at)
+    n = atomic_fetch_add(&seen, 1) + 1;
+    if (sticky ? n < fail_at : n != fail_at)
         return 0;
-    atomic_store(&failed_in, atomic_load(&step_now) + 1);
+    atomic_compare_exchange_strong(&failed_in, &none, atomic_load(&step_now) + 1);
     errno = ENOMEM;
     return 1;
 }
@@ -352,7 +356,8 @@ static void judge(ut_rank_t *me, const step_t *step, int index, const outcome_t 
 {
     oc_status_t st0 = all[0].st, st1 = all[1].st;
     const char *d0 = all[0].detail, *const *names_1 = step->rank0_names_1;
-    int hit = atomic_load(&failed_in) == index + 1;
+    int failed = atomic_load(&failed_in);
+    int hit = failed == index + 1 || (sticky && failed != 0 && failed <= index + 1);
 
     if (!hit) {
         CHECK(st0 == OC_OK && st1 == OC_OK,
@@ -487,20 +492,26 @@ static void *rank_main(void *arg)
 
 /* Fails each of rank 1's allocations of role `role` in turn, each in a run of
  * its own; fails the test if any run went wrong, or if no allocation was
- * failed at all. */
-static void every_allocation(oc_progress_mode_t m, role_t role, const char *label)
+ * failed at all. short_steps > 0: memory stays short, every allocation from
+ * the failed one on fails too, for the runs whose first failure falls in the
+ * first short_steps steps. */
+static void every_allocation(oc_progress_mode_t m, role_t role, const char *label,
+                             int short_steps)
 {
     char name[128];
-    int bad = 0;
+    int bad = 0, failed;
     mode = m;
     counted = role;
+    sticky = short_steps > 0;
     const char *first = getenv("NOMEM_FIRST"); /* to rerun from a given allocation */
     for (fail_at = first != NULL ? atol(first) : 1;; fail_at++) {
         atomic_store(&seen, 0);
         atomic_store(&failed_in, 0);
-        snprintf(name, sizeof(name), "%s, allocation %ld fails", label, fail_at);
+        snprintf(name, sizeof(name), "%s, allocation %ld fails%s", label, fail_at,
+                 sticky ? " and every one after it" : "");
         bad += ut_run_ranks_noted(N, rank_main, NULL, name);
-        if (atomic_load(&failed_in) == 0)
+        failed = atomic_load(&failed_in);
+        if (failed == 0 || (sticky && failed > short_steps))
             break;
     }
     print_message("%s: %ld allocation(s) failed in turn, %d run(s) went wrong\n", label,
@@ -512,19 +523,27 @@ static void every_allocation(oc_progress_mode_t m, role_t role, const char *labe
 static void test_app_thread(void **state)
 {
     (void)state;
-    every_allocation(OC_PROGRESS_THREAD, ROLE_APP, "thread mode, application thread");
+    every_allocation(OC_PROGRESS_THREAD, ROLE_APP, "thread mode, application thread", 0);
+}
+
+/* A member whose memory runs out for good while it creates its team or
+ * window: it must still vote, and free what it made. */
+static void test_memory_stays_short(void **state)
+{
+    (void)state;
+    every_allocation(OC_PROGRESS_THREAD, ROLE_APP, "memory short from then on", 2);
 }
 
 static void test_progress_thread(void **state)
 {
     (void)state;
-    every_allocation(OC_PROGRESS_THREAD, ROLE_PE, "thread mode, progress thread");
+    every_allocation(OC_PROGRESS_THREAD, ROLE_PE, "thread mode, progress thread", 0);
 }
 
 static void test_inline(void **state)
 {
     (void)state;
-    every_allocation(OC_PROGRESS_INLINE, ROLE_APP, "inline mode");
+    every_allocation(OC_PROGRESS_INLINE, ROLE_APP, "inline mode", 0);
 }
 
 int main(void)
@@ -533,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_app_thread),
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_inline),
+        cmocka_unit_test(test_memory_stays_short),
     };
     return cmocka_run_group_tests(tests, data_make, data_free);
 }
