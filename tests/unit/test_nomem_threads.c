@@ -6,8 +6,9 @@
  * window and notified puts, one-shot all-to-all(v), persistent all-to-all
  * (put algorithm) and all-to-allv, halo exchange, then the frees. Counted
  * are the allocations of rank 1's own thread (in inline mode that is all of
- * them) or those of its progress thread. Each step must end as offcoll.h
- * promises:
+ * them) or those of its progress thread. A last case lets memory stay short:
+ * every allocation from the Nth on fails, for the N that fall in team or
+ * window creation. Each step must end as offcoll.h promises:
  * - rank 1's step says OC_ERR_NO_MEMORY, with a detail;
  * - a collective set-up (team, window, persistent request, halo plan) that
  *   fails on rank 1 fails at once on rank 0 too, with an error naming rank
