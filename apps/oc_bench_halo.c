@@ -199,6 +199,21 @@ static int check_dims(const opts_t *o, int nranks)
     return 0;
 }
 
+/* --width against --n, in the grid the run will have: a ghost layer thicker
+ * than the interior that fills it would have to come from beyond the
+ * neighbour. */
+static int check_width(const opts_t *o, int nranks)
+{
+    int dims[3], d;
+    memcpy(dims, o->dims, sizeof(dims));
+    MPI_Dims_create(nranks, 3, dims);
+    for (d = 0; d < 3; d++)
+        if ((dims[d] > 1 || o->periodic) && o->width > o->n[d])
+            return opt_error("--width %u is above the interior extent %zu of dimension %d",
+                             o->width, o->n[d], d);
+    return 0;
+}
+
 /* 0 to run, 1 after --help, 2 on a bad command line (for nranks ranks). */
 static int parse_opts(int argc, char **argv, opts_t *o, int nranks)
 {
@@ -218,6 +233,8 @@ static int parse_opts(int argc, char **argv, opts_t *o, int nranks)
         rc = opt_error("--iters must be at least 1");
     if (rc == 0)
         rc = check_dims(o, nranks);
+    if (rc == 0)
+        rc = check_width(o, nranks);
     return rc;
 }
 
@@ -303,8 +320,6 @@ static void geometry(bench_t *b)
         MPI_Cart_shift(b->cart, d, 1, &b->nbr[d][0], &b->nbr[d][1]);
         b->n[d] = b->o.n[d];
         b->ext[d] = b->n[d] + 2 * w;
-        if ((b->dims[d] > 1 || b->o.periodic) && w > b->n[d])
-            die("--width %zu is above the interior extent %zu of dimension %d", w, b->n[d], d);
     }
     b->cells = b->ext[0] * b->ext[1] * b->ext[2];
     b->sent_per_field = 0;
