@@ -58,5 +58,5 @@ plot csv using (column("config")):(0):(""):xtic(strcol("label")) with labels not
      for [i=1:n] csv using (xpos(i)):(pick(word(modes, i), "compute_ms")) \
         with boxes lc rgb colour(i) title word(modes, i) . ": computation", \
      for [i=1:n] csv using (xpos(i)):(pick(word(modes, i), "step_ms_mean")): \
-        (sprintf("%.1f", pick(word(modes, i), "step_ms_median"))) \
+        (sprintf("%.3g", pick(word(modes, i), "step_ms_median"))) \
         with labels offset 0,0.7 notitle
