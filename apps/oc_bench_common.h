@@ -1,10 +1,11 @@
 /*
  * What the benchmarks share (oc_bench_overlap, oc_bench_halo): start-up and
  * the error exit, the options both take, the calibrated dummy compute of the
- * OSU procedure (DESIGN.md, "How overlap is measured"), reductions over ranks
- * and the iteration budget, the copy time behind the copy bound, the offcoll
- * contexts' tear-down, table and CSV rows, and the end of a run with its
- * gnuplot run. Header-only; not part of the library.
+ * OSU procedure (DESIGN.md, "How overlap is measured"), reductions over ranks,
+ * the timing of a set-up (setup_us) and the iteration budget, the copy time
+ * behind the copy bound, the offcoll contexts' tear-down, table and CSV rows,
+ * and the end of a run with its gnuplot run. Header-only; not part of the
+ * library.
  *
  * The including file defines PROG (its name, for messages) first, calls
  * bench_init, and keeps bench_at current (implementation, phase, what is
@@ -371,6 +372,20 @@ static inline double max_over_ranks(double v)
     double m;
     MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return m;
+}
+
+/* A collective set-up as the benchmarks' setup_us column times it: every
+ * rank starts together, and the slowest rank's time counts.
+ * t0 = bench_setup_start(); <set-up>; seconds = bench_setup_end(t0). */
+static inline double bench_setup_start(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    return MPI_Wtime();
+}
+
+static inline double bench_setup_end(double t0)
+{
+    return max_over_ranks(MPI_Wtime() - t0);
 }
 
 /* Sums v[0..n) over ranks into rank 0, as means. */

@@ -997,10 +997,9 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
         if (b->rank == 0)
             fprintf(stderr, PROG ": [%d/%d] %2d field%s %-12s (%.1f s elapsed)\n", cfg + 1,
                     b->o.nconfigs, nf, nf > 1 ? "s" : " ", im->name, MPI_Wtime() - b->t0);
-        MPI_Barrier(MPI_COMM_WORLD);
-        setup = MPI_Wtime();
+        setup = bench_setup_start();
         im->setup(im, b, nf);
-        setup = max_over_ranks(MPI_Wtime() - setup);
+        setup = bench_setup_end(setup);
         res[i] = measure(b, im, nf);
         res[i].setup = setup;
         res[i].copy = copy;

@@ -416,10 +416,9 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
 
     if (im->setup != NULL) {
         bench_at.phase = "set-up";
-        MPI_Barrier(MPI_COMM_WORLD);
-        r.setup = MPI_Wtime();
+        r.setup = bench_setup_start();
         im->setup(im, b->sbuf, b->rbuf, block);
-        r.setup = max_over_ranks(MPI_Wtime() - r.setup);
+        r.setup = bench_setup_end(r.setup);
     }
     r.iters = warm_up(b, im, block);
     m[M_COMM] = phase(b, im, block, &PURE, r.iters, NULL);
