@@ -38,17 +38,13 @@
  * values into poisoned ghosts, so that data left from an earlier exchange
  * fails the check.
  */
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef OC_PLOT_SCRIPT_INSTALLED
-#error "OC_PLOT_SCRIPT_INSTALLED (where the plot script is installed) is set by meson"
-#endif
-#define PLOT_SCRIPT_NAME "plot_halo.gp"
 
 #define PROG "oc_bench_halo"
 #define MAX_FIELDS 64
@@ -100,7 +96,7 @@ static void usage(FILE *f)
             "  --check, --no-check  check the ghost cells (default on)\n"
             "The OC_* environment variables (README) configure the offcoll contexts,\n"
             "except the progress mode and OC_INTRANODE, which each implementation sets.\n",
-            MIN_TIMED_ITERS);
+            BENCH_MIN_TIMED_ITERS);
 }
 
 /* "128" (all three) or "64x128x32". */
@@ -126,7 +122,7 @@ static int parse_extents(const char *opt, const char *s, size_t *n, int allow_ze
     }
     if (d == 3)
         return 0;
-    return opt_error("%s needs N or AxBxC%s, not '%s'", opt,
+    return bench_opt_error("%s needs N or AxBxC%s, not '%s'", opt,
                      allow_zero ? " (0 = any)" : " (each 1..1048576)", s);
 }
 
@@ -139,15 +135,15 @@ static int parse_fields(const char *s, opts_t *o)
          tok = strtok_r(NULL, ",", &save)) {
         long v = strtol(tok, &end, 10);
         if (end == tok || *end != '\0' || v < 1 || v > MAX_FIELDS)
-            rc = opt_error("--fields: '%s' is not a count in 1..%d", tok, MAX_FIELDS);
+            rc = bench_opt_error("--fields: '%s' is not a count in 1..%d", tok, MAX_FIELDS);
         else if (o->nconfigs == MAX_CONFIGS)
-            rc = opt_error("--fields: at most %d configurations", MAX_CONFIGS);
+            rc = bench_opt_error("--fields: at most %d configurations", MAX_CONFIGS);
         else
             o->fields[o->nconfigs++] = (int)v;
     }
     free(copy);
     if (rc == 0 && o->nconfigs == 0)
-        rc = opt_error("--fields needs at least one count");
+        rc = bench_opt_error("--fields needs at least one count");
     return rc;
 }
 
@@ -165,16 +161,16 @@ static int parse_opt(void *opts, const char *a, const char *v)
     }
     if (strcmp(a, "--width") == 0) {
         long w;
-        if (parse_count(a, v, &w) != 0 || w < 1 || w > 1024)
-            return opt_error("--width needs 1..1024, not '%s'", v);
+        if (bench_parse_count(a, v, &w) != 0 || w < 1 || w > 1024)
+            return bench_opt_error("--width needs 1..1024, not '%s'", v);
         o->width = (unsigned)w;
         return 0;
     }
     if (strcmp(a, "--fields") == 0)
         return parse_fields(v, o);
     if (strcmp(a, "--impl") == 0)
-        return parse_names(a, v, impl_names, IMPL_COUNT, o->use);
-    return parse_common_opt(&o->common, a, v);
+        return bench_parse_names(a, v, impl_names, IMPL_COUNT, o->use);
+    return bench_parse_common_opt(&o->common, a, v);
 }
 
 /* --dims against the number of ranks, before MPI_Cart_create (which would
@@ -190,10 +186,10 @@ static int check_dims(const opts_t *o, int nranks)
             fixed *= o->dims[d];
     }
     if (free_dims == 0 && fixed != nranks)
-        return opt_error("--dims %dx%dx%d makes a grid of %d, but this run has %d ranks",
+        return bench_opt_error("--dims %dx%dx%d makes a grid of %d, but this run has %d ranks",
                          o->dims[0], o->dims[1], o->dims[2], fixed, nranks);
     if (nranks % fixed != 0)
-        return opt_error("--dims %dx%dx%d: this run's %d ranks are no multiple of %d, the "
+        return bench_opt_error("--dims %dx%dx%d: this run's %d ranks are no multiple of %d, the "
                          "product of the extents given", o->dims[0], o->dims[1], o->dims[2],
                          nranks, fixed);
     return 0;
@@ -209,7 +205,7 @@ static int check_width(const opts_t *o, int nranks)
     MPI_Dims_create(nranks, 3, dims);
     for (d = 0; d < 3; d++)
         if ((dims[d] > 1 || o->periodic) && o->width > o->n[d])
-            return opt_error("--width %u is above the interior extent %zu of dimension %d",
+            return bench_opt_error("--width %u is above the interior extent %zu of dimension %d",
                              o->width, o->n[d], d);
     return 0;
 }
@@ -226,11 +222,11 @@ static int parse_opts(int argc, char **argv, opts_t *o, int nranks)
     *o = (opts_t){.n = {128, 128, 128}, .width = 2, .fields = {1, 9}, .nconfigs = 2,
                   .periodic = 1,
                   .common = {.iters = 1000, .warmup = 10, .budget_s = 1.0, .check = 1}};
-    parse_names("--impl", "all", impl_names, IMPL_COUNT, o->use);
+    bench_parse_names("--impl", "all", impl_names, IMPL_COUNT, o->use);
     rc = bench_parse_args(argc, argv, o, flags, (int)(sizeof(flags) / sizeof(flags[0])),
                           parse_opt, usage);
     if (rc == 0 && o->common.iters < 1)
-        rc = opt_error("--iters must be at least 1");
+        rc = bench_opt_error("--iters must be at least 1");
     if (rc == 0)
         rc = check_dims(o, nranks);
     if (rc == 0)
@@ -309,7 +305,7 @@ static void geometry(bench_t *b)
 
     memcpy(b->dims, b->o.dims, sizeof(b->dims));
     if (MPI_Dims_create(b->nranks, 3, b->dims) != MPI_SUCCESS)
-        die("MPI_Dims_create cannot make a grid of %d ranks from --dims %dx%dx%d", b->nranks,
+        bench_die("MPI_Dims_create cannot make a grid of %d ranks from --dims %dx%dx%d", b->nranks,
             b->o.dims[0], b->o.dims[1], b->o.dims[2]);
     for (d = 0; d < 3; d++)
         periods[d] = b->o.periodic;
@@ -399,7 +395,7 @@ static void mismatch(const bench_t *b, int f, const size_t i[3], double got, dou
     int d;
     for (d = 0; d < 3; d++)
         side[d] = i[d] < b->w ? "low ghost" : i[d] >= b->n[d] + b->w ? "high ghost" : "interior";
-    die("GHOST MISMATCH in field %d at local (%zu, %zu, %zu) (x %s, y %s, z %s; grid %dx%dx%d, "
+    bench_die("GHOST MISMATCH in field %d at local (%zu, %zu, %zu) (x %s, y %s, z %s; grid %dx%dx%d, "
         "this rank at (%d, %d, %d)): expected %.17g, got %.17g%s", f, i[0], i[1], i[2], side[0],
         side[1], side[2], b->dims[0], b->dims[1], b->dims[2], b->coords[0], b->coords[1],
         b->coords[2], want, got, isnan(got) ? " (the poison: never written)" : "");
@@ -494,9 +490,9 @@ static void mpi_setup(impl_t *im, bench_t *b, int nf)
         }
         for (d = 0; d < 3; d++)
             for (s = 0; s < 2; s++) {
-                m->sbuf[d][s] = (double *)buf_alloc(b->face[d] * sizeof(double));
+                m->sbuf[d][s] = (double *)bench_buf_alloc(b->face[d] * sizeof(double));
                 m->rbuf[d][s] = rma ? m->landing + landing_off[d][s]
-                                    : (double *)buf_alloc(b->face[d] * sizeof(double));
+                                    : (double *)bench_buf_alloc(b->face[d] * sizeof(double));
             }
     }
     if (rma) {
@@ -638,16 +634,16 @@ static void oc_setup(impl_t *im, bench_t *b, int nf)
         memcpy(fields[f].n, b->n, sizeof(fields[f].n));
         fields[f].elem_size = sizeof(double);
     }
-    oc_check(oc_halo_create(im->team, &p, fields, nf, &im->halo), "oc_halo_create");
+    bench_check(oc_halo_create(im->team, &p, fields, nf, &im->halo), "oc_halo_create");
     /* The plan's grid must be MPI_Cart_create's, or the check below would
      * blame the data for a difference of neighbours. */
     for (d = 0; d < 3; d++)
         for (s = 0; s < 2; s++) {
             int off[3] = {0, 0, 0}, mpi = b->nbr[d][s], oc = -1;
             off[d] = s == 0 ? -1 : 1;
-            oc_check(oc_halo_neighbor(im->halo, off[0], off[1], off[2], &oc), "oc_halo_neighbor");
+            bench_check(oc_halo_neighbor(im->halo, off[0], off[1], off[2], &oc), "oc_halo_neighbor");
             if (oc != (mpi == MPI_PROC_NULL ? -1 : mpi))
-                die("oc_halo_neighbor(%d, %d, %d) = %d, but MPI_Cart_shift says %d", off[0],
+                bench_die("oc_halo_neighbor(%d, %d, %d) = %d, but MPI_Cart_shift says %d", off[0],
                     off[1], off[2], oc, mpi == MPI_PROC_NULL ? -1 : mpi);
         }
 }
@@ -656,20 +652,20 @@ static void oc_teardown(impl_t *im, bench_t *b, int nf)
 {
     (void)b;
     (void)nf;
-    oc_check(oc_halo_free(im->halo), "oc_halo_free");
+    bench_check(oc_halo_free(im->halo), "oc_halo_free");
     im->halo = NULL;
 }
 
 static void oc_start_halo(impl_t *im, bench_t *b, int f)
 {
     (void)b;
-    oc_check(oc_halo_start(im->halo, f), "oc_halo_start");
+    bench_check(oc_halo_start(im->halo, f), "oc_halo_start");
 }
 
 static void oc_wait_halo(impl_t *im, bench_t *b, int f)
 {
     (void)b;
-    oc_check(oc_halo_wait(im->halo, f), "oc_halo_wait");
+    bench_check(oc_halo_wait(im->halo, f), "oc_halo_wait");
 }
 
 #define OC_IMPL(mode_, intranode_)                                                        \
@@ -699,7 +695,7 @@ static void impl_open(bench_t *b, impl_t *im)
     if (!im->offcoll)
         return;
     bench_at.impl = im->name;
-    oc_check(oc_config_init(&cfg), "oc_config_init");
+    bench_check(oc_config_init(&cfg), "oc_config_init");
     cfg.progress = im->mode;
     cfg.intranode = im->intranode;
     st = oc_init(&cfg, &im->ctx);
@@ -710,11 +706,11 @@ static void impl_open(bench_t *b, impl_t *im)
             fprintf(stderr, PROG ": rank %d: note: %s left out: oc_init: %s: %s\n", b->rank,
                     im->name, oc_status_string(st), oc_last_error());
         else
-            oc_check(oc_finalize(im->ctx), "oc_finalize");
+            bench_check(oc_finalize(im->ctx), "oc_finalize");
         im->ctx = NULL;
         im->unavailable = 1;
     } else
-        oc_check(oc_team_create_mpi(im->ctx, b->cart, &im->team), "oc_team_create_mpi");
+        bench_check(oc_team_create_mpi(im->ctx, b->cart, &im->team), "oc_team_create_mpi");
     bench_at.impl = "-";
 }
 
@@ -741,7 +737,7 @@ static double exchange(bench_t *b, impl_t *im, int nf, uint64_t fp_iters, double
         im->start(im, b, f);
     if (fp_iters > 0) {
         tc = MPI_Wtime();
-        fp_work(fp_iters);
+        bench_fp_work(fp_iters);
         tc = MPI_Wtime() - tc;
     }
     for (f = 0; f < nf; f++)
@@ -813,15 +809,15 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
     uint64_t fp_iters;
     oc_stats_t s0, s1;
 
-    probe = max_over_ranks(checked_exchange(b, im, nf, 0, "first exchange"));
-    warm = fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
+    probe = bench_max_over_ranks(checked_exchange(b, im, nf, 0, "first exchange"));
+    warm = bench_fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     t = warm > 0 ? phase(b, im, nf, "warm-up", warm, 0, NULL) : probe;
-    r.iters = fit_budget(b->o.common.budget_s, max_over_ranks(t), MIN_TIMED_ITERS,
+    r.iters = bench_fit_budget(b->o.common.budget_s, bench_max_over_ranks(t), BENCH_MIN_TIMED_ITERS,
                          b->o.common.iters);
 
     m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
     /* Each rank computes for its own T_comm, as OSU does. */
-    fp_iters = fp_steps_for(b->fp_s_per_iter, m[M_COMM]);
+    fp_iters = bench_fp_steps_for(b->fp_s_per_iter, m[M_COMM]);
     bench_stats(im->ctx, &s0);
     m[M_OVERALL] = phase(b, im, nf, "overlapped", r.iters, fp_iters, &m[M_COMPUTE]);
     bench_stats(im->ctx, &s1);
@@ -831,7 +827,7 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
      * zones (by the parity of the exchange), and each must deliver. */
     checked_exchange(b, im, nf, fp_iters, "first checked exchange after the timed ones");
     checked_exchange(b, im, nf, fp_iters, "second checked exchange after the timed ones");
-    mean_over_ranks(m, M_COUNT);
+    bench_mean_over_ranks(m, M_COUNT);
     return r;
 }
 
@@ -841,7 +837,7 @@ enum { C_IMPL, C_FIELDS, C_N, C_WIDTH, C_CORNERS, C_PERIODIC, C_DIMS, C_RANKS, C
        C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP, C_NET, C_COPY, C_BOUND, C_PE_CPU,
        C_WAKEUPS, C_SETUP, C_CONFIG, C_COUNT };
 
-static const column_t columns[C_COUNT] = {
+static const bench_column_t columns[C_COUNT] = {
     [C_IMPL] = {"impl", "impl", -12},         [C_FIELDS] = {"fields", "fields", 6},
     [C_N] = {"", "n", 0},                     [C_WIDTH] = {"", "width", 0},
     [C_CORNERS] = {"", "corners", 0},         [C_PERIODIC] = {"", "periodic", 0},
@@ -871,50 +867,50 @@ static const char *bytes_str(size_t s, char *buf, size_t len)
 }
 
 static void row_fields(const bench_t *b, const impl_t *im, int cfg, const result_t *r,
-                       int table, field_t f[C_COUNT])
+                       int table, bench_field_t f[C_COUNT])
 {
     const double *m = r->m;
     int nf = b->o.fields[cfg], oc = im->offcoll, thread = oc && im->mode == OC_PROGRESS_THREAD;
     size_t bytes = b->sent_per_field * (size_t)nf;
 
-    snprintf(f[C_IMPL], sizeof(field_t), "%s", im->name);
-    snprintf(f[C_FIELDS], sizeof(field_t), "%d", nf);
-    snprintf(f[C_N], sizeof(field_t), "%zux%zux%zu", b->n[0], b->n[1], b->n[2]);
-    snprintf(f[C_WIDTH], sizeof(field_t), "%zu", b->w);
-    snprintf(f[C_CORNERS], sizeof(field_t), "%d", b->o.corners);
-    snprintf(f[C_PERIODIC], sizeof(field_t), "%d", b->o.periodic);
-    snprintf(f[C_DIMS], sizeof(field_t), "%dx%dx%d", b->dims[0], b->dims[1], b->dims[2]);
-    snprintf(f[C_RANKS], sizeof(field_t), "%d", b->nranks);
+    snprintf(f[C_IMPL], sizeof(bench_field_t), "%s", im->name);
+    snprintf(f[C_FIELDS], sizeof(bench_field_t), "%d", nf);
+    snprintf(f[C_N], sizeof(bench_field_t), "%zux%zux%zu", b->n[0], b->n[1], b->n[2]);
+    snprintf(f[C_WIDTH], sizeof(bench_field_t), "%zu", b->w);
+    snprintf(f[C_CORNERS], sizeof(bench_field_t), "%d", b->o.corners);
+    snprintf(f[C_PERIODIC], sizeof(bench_field_t), "%d", b->o.periodic);
+    snprintf(f[C_DIMS], sizeof(bench_field_t), "%dx%dx%d", b->dims[0], b->dims[1], b->dims[2]);
+    snprintf(f[C_RANKS], sizeof(bench_field_t), "%d", b->nranks);
     if (table)
-        bytes_str(bytes, f[C_BYTES], sizeof(field_t));
+        bytes_str(bytes, f[C_BYTES], sizeof(bench_field_t));
     else
-        snprintf(f[C_BYTES], sizeof(field_t), "%zu", bytes);
-    snprintf(f[C_ITERS], sizeof(field_t), "%ld", r->iters);
-    set_field(f[C_PURE], 1, 1, m[M_COMM] * 1e6);
-    set_field(f[C_OVERALL], 1, 1, m[M_OVERALL] * 1e6);
-    set_field(f[C_COMPUTE], 1, 1, m[M_COMPUTE] * 1e6);
-    set_field(f[C_OVERLAP], 1, 1, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
-    set_field(f[C_NET], 1, 0, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMM]));
-    set_field(f[C_COPY], 1, 1, r->copy * 1e6);
-    set_field(f[C_BOUND], 1, 1, bound_pct(m[M_COMM], r->copy));
-    set_field(f[C_PE_CPU], thread, 1, m[M_PE_CPU] * 1e6);
-    set_field(f[C_WAKEUPS], thread, 2, m[M_WAKEUPS]);
-    set_field(f[C_SETUP], 1, 0, r->setup * 1e6);
-    snprintf(f[C_CONFIG], sizeof(field_t), "%d", cfg);
+        snprintf(f[C_BYTES], sizeof(bench_field_t), "%zu", bytes);
+    snprintf(f[C_ITERS], sizeof(bench_field_t), "%ld", r->iters);
+    bench_set_field(f[C_PURE], 1, 1, m[M_COMM] * 1e6);
+    bench_set_field(f[C_OVERALL], 1, 1, m[M_OVERALL] * 1e6);
+    bench_set_field(f[C_COMPUTE], 1, 1, m[M_COMPUTE] * 1e6);
+    bench_set_field(f[C_OVERLAP], 1, 1, bench_overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
+    bench_set_field(f[C_NET], 1, 0, bench_overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMM]));
+    bench_set_field(f[C_COPY], 1, 1, r->copy * 1e6);
+    bench_set_field(f[C_BOUND], 1, 1, bench_bound_pct(m[M_COMM], r->copy));
+    bench_set_field(f[C_PE_CPU], thread, 1, m[M_PE_CPU] * 1e6);
+    bench_set_field(f[C_WAKEUPS], thread, 2, m[M_WAKEUPS]);
+    bench_set_field(f[C_SETUP], 1, 0, r->setup * 1e6);
+    snprintf(f[C_CONFIG], sizeof(bench_field_t), "%d", cfg);
 }
 
 static void report_row(const bench_t *b, const impl_t *im, int cfg, const result_t *r,
                        FILE *csv)
 {
-    field_t table[C_COUNT], csv_f[C_COUNT];
+    bench_field_t table[C_COUNT], csv_f[C_COUNT];
     row_fields(b, im, cfg, r, 1, table);
     row_fields(b, im, cfg, r, 0, csv_f);
-    report_line(columns, C_COUNT, table, csv_f, csv);
+    bench_report_line(columns, C_COUNT, table, csv_f, csv);
 }
 
 static void print_header(const bench_t *b)
 {
-    field_t f[C_COUNT];
+    bench_field_t f[C_COUNT];
     char per_field[24];
     int i;
     printf("# " PROG ": 3D halo exchange overlap, OSU procedure, %d ranks, grid %dx%dx%d%s\n",
@@ -932,7 +928,7 @@ static void print_header(const bench_t *b)
                    oc_context_progress_info(impls[i].ctx));
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
            "exchanges %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
-           MIN_TIMED_ITERS, b->o.common.iters);
+           BENCH_MIN_TIMED_ITERS, b->o.common.iters);
     printf("# exchange = start all fields, [compute], wait all fields; us per exchange, mean "
            "over ranks\n# overlap = max(0, 100 - 100*(overall - compute)/pure); bound = "
            "100*(1 - copy/pure), copy = packing the faces sent + unpacking those received\n"
@@ -945,8 +941,8 @@ static void print_header(const bench_t *b)
            "# ghost cells checked: %s\n",
            b->o.common.check ? "after the first exchange and two after the timed ones, "
                                "fresh values each" : "no (--no-check)");
-    header_fields(columns, C_COUNT, 1, f);
-    table_line(columns, C_COUNT, f);
+    bench_header_fields(columns, C_COUNT, 1, f);
+    bench_table_line(columns, C_COUNT, f);
     fflush(stdout);
 }
 
@@ -985,7 +981,7 @@ static void run_config(bench_t *b, int cfg, FILE *csv)
     result_t res[IMPL_COUNT];
     int i, nf = b->o.fields[cfg];
     face_copies_t fc = {b, nf};
-    double copy = time_copies(face_copies, &fc), setup;
+    double copy = bench_time_copies(face_copies, &fc), setup;
 
     snprintf(bench_at.what, sizeof(bench_at.what), "%d field%s", nf, nf > 1 ? "s" : "");
     for (i = 0; i < IMPL_COUNT; i++) {
@@ -1025,7 +1021,7 @@ int main(int argc, char **argv)
     size_t copy_bytes;
     int i, rc;
 
-    bench_init(&argc, &argv, &b.rank, &b.nranks, "exchange");
+    bench_init(&argc, &argv, PROG, &b.rank, &b.nranks, "exchange");
     rc = parse_opts(argc, argv, &b.o, b.nranks);
     if (rc != 0)
         return bench_quit(rc);
@@ -1036,19 +1032,19 @@ int main(int argc, char **argv)
         if (b.o.fields[i] > b.nfields_max)
             b.nfields_max = b.o.fields[i];
     for (i = 0; i < b.nfields_max; i++)
-        b.field[i] = (double *)buf_alloc(b.cells * sizeof(double));
+        b.field[i] = (double *)bench_buf_alloc(b.cells * sizeof(double));
     copy_bytes = b.sent_per_field * (size_t)b.nfields_max;
-    b.packed = buf_alloc(copy_bytes);
-    b.landed = buf_alloc(copy_bytes);
+    b.packed = bench_buf_alloc(copy_bytes);
+    b.landed = bench_buf_alloc(copy_bytes);
     for (i = 0; i < IMPL_COUNT; i++)
         if (b.o.use[i])
             impl_open(&b, &impls[i]);
-    b.fp_s_per_iter = fp_calibrate();
+    b.fp_s_per_iter = bench_fp_calibrate();
     if (b.rank == 0) {
         print_header(&b);
         bench_engines(extra, sizeof(extra), b.o.common.check ? "on" : "off", IMPL_COUNT, ctx_of,
                       name_of);
-        bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
+        bench_open_results(&out, b.o.common.csv, b.o.common.png, columns, C_COUNT, b.nranks,
                            bench_backend(IMPL_COUNT, ctx_of), extra);
     }
 
@@ -1065,6 +1061,5 @@ int main(int argc, char **argv)
     snprintf(title, sizeof(title),
              "Halo exchange overlap (OSU procedure), %zux%zux%zu doubles/rank, w=%zu, %s, %d ranks",
              b.n[0], b.n[1], b.n[2], b.w, b.o.corners ? "corners" : "faces", b.nranks);
-    return bench_end(&out, &b.o.common, b.t0, PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED,
-                     title);
+    return bench_end(&out, b.t0, "plot_halo.gp", title);
 }

@@ -18,15 +18,11 @@
  * CPU time and the task lists and wake-ups per iteration. Every iteration's
  * received data is checked, outside the timed interval.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef OC_PLOT_SCRIPT_INSTALLED
-#error "OC_PLOT_SCRIPT_INSTALLED (where the plot script is installed) is set by meson"
-#endif
-#define PLOT_SCRIPT_NAME "plot_overlap.gp"
 
 #define PROG "oc_bench_overlap"
 #define STAMP_BYTES 8      /* one 64-bit stamp */
@@ -81,15 +77,15 @@ static void mpi_nb_wait(impl_t *im)
 
 static void oc_start_a2a(impl_t *im, const void *sbuf, void *rbuf, size_t block)
 {
-    oc_check(oc_ialltoall(im->team, sbuf, rbuf, block, &im->oreq), "oc_ialltoall");
+    bench_check(oc_ialltoall(im->team, sbuf, rbuf, block, &im->oreq), "oc_ialltoall");
     im->alg = oc_request_alg(im->oreq);
 }
 
 /* Freeing belongs to completion, as MPI_Wait frees a non-blocking request. */
 static void oc_wait_a2a(impl_t *im)
 {
-    oc_check(oc_wait(im->oreq), "oc_wait");
-    oc_check(oc_request_free(im->oreq), "oc_request_free");
+    bench_check(oc_wait(im->oreq), "oc_wait");
+    bench_check(oc_request_free(im->oreq), "oc_request_free");
     im->oreq = NULL;
 }
 
@@ -98,8 +94,8 @@ static void oc_wait_a2a(impl_t *im)
 static void oc_persist_setup(impl_t *im, const void *sbuf, void *rbuf, size_t block)
 {
     if (im->oreq != NULL)
-        oc_check(oc_request_free(im->oreq), "oc_request_free");
-    oc_check(oc_alltoall_init(im->team, sbuf, rbuf, block, &im->oreq), "oc_alltoall_init");
+        bench_check(oc_request_free(im->oreq), "oc_request_free");
+    bench_check(oc_alltoall_init(im->team, sbuf, rbuf, block, &im->oreq), "oc_alltoall_init");
     im->alg = oc_request_alg(im->oreq);
 }
 
@@ -108,12 +104,12 @@ static void oc_persist_start(impl_t *im, const void *sbuf, void *rbuf, size_t bl
     (void)sbuf;
     (void)rbuf;
     (void)block;
-    oc_check(oc_start(im->oreq), "oc_start");
+    bench_check(oc_start(im->oreq), "oc_start");
 }
 
 static void oc_persist_wait(impl_t *im)
 {
-    oc_check(oc_wait(im->oreq), "oc_wait");
+    bench_check(oc_wait(im->oreq), "oc_wait");
 }
 
 static impl_t impls[IMPL_COUNT] = {
@@ -137,10 +133,10 @@ static void impl_open(impl_t *im)
     if (!im->offcoll)
         return;
     bench_at.impl = im->name;
-    oc_check(oc_config_init(&cfg), "oc_config_init");
+    bench_check(oc_config_init(&cfg), "oc_config_init");
     cfg.progress = im->mode;
-    oc_check(oc_init(&cfg, &im->ctx), "oc_init");
-    oc_check(oc_team_create_mpi(im->ctx, MPI_COMM_WORLD, &im->team), "oc_team_create_mpi");
+    bench_check(oc_init(&cfg, &im->ctx), "oc_init");
+    bench_check(oc_team_create_mpi(im->ctx, MPI_COMM_WORLD, &im->team), "oc_team_create_mpi");
     bench_at.impl = "-";
 }
 
@@ -188,22 +184,22 @@ static int parse_impls(const char *list, int *use)
     int i;
     for (i = 0; i < IMPL_COUNT; i++)
         names[i] = impls[i].name;
-    return parse_names("--impl", list, names, IMPL_COUNT, use);
+    return bench_parse_names("--impl", list, names, IMPL_COUNT, use);
 }
 
 static int parse_opt(void *opts, const char *a, const char *v)
 {
     opts_t *o = opts;
     if (strcmp(a, "--min") == 0 || strcmp(a, "--max") == 0) {
-        size_t s = parse_size(v);
+        size_t s = bench_parse_size(v);
         if (s == 0 || s > INT_MAX) /* MPI counts are int */
-            return opt_error("%s: '%s' is not a size in 1..2G-1 (e.g. 64, 4K, 1M)", a, v);
+            return bench_opt_error("%s: '%s' is not a size in 1..2G-1 (e.g. 64, 4K, 1M)", a, v);
         *(a[3] == 'i' ? &o->min : &o->max) = s;
         return 0;
     }
     if (strcmp(a, "--impl") == 0)
         return parse_impls(v, o->use);
-    return parse_common_opt(&o->common, a, v);
+    return bench_parse_common_opt(&o->common, a, v);
 }
 
 /* 0 to run, 1 after --help, 2 on a bad command line. */
@@ -217,9 +213,9 @@ static int parse_opts(int argc, char **argv, opts_t *o)
     parse_impls("all", o->use);
     rc = bench_parse_args(argc, argv, o, flags, 1, parse_opt, usage);
     if (rc == 0 && o->min > o->max)
-        rc = opt_error("--min %zu is above --max %zu", o->min, o->max);
+        rc = bench_opt_error("--min %zu is above --max %zu", o->min, o->max);
     if (rc == 0 && o->common.iters < 1)
-        rc = opt_error("--iters must be at least 1");
+        rc = bench_opt_error("--iters must be at least 1");
     return rc;
 }
 
@@ -323,7 +319,7 @@ static void mismatch(const bench_t *b, int src, size_t block, size_t off)
 {
     unsigned char got = b->rbuf[(size_t)src * block + off];
     unsigned char want = b->expect[(size_t)src * block + off];
-    die("DATA MISMATCH in the block from peer %d: byte %zu of %zu (%s): expected 0x%02x, got "
+    bench_die("DATA MISMATCH in the block from peer %d: byte %zu of %zu (%s): expected 0x%02x, got "
         "0x%02x%s", src, off, block, is_stamp(block, off) ? "iteration stamp" : "background",
         want, got, got == POISON ? " (the poison: never written)" : "");
 }
@@ -360,7 +356,7 @@ static double iteration(bench_t *b, impl_t *im, size_t block, int full, uint64_t
     im->start(im, b->sbuf, b->rbuf, block);
     if (fp_iters > 0) {
         tc = MPI_Wtime();
-        fp_work(fp_iters);
+        bench_fp_work(fp_iters);
         tc = MPI_Wtime() - tc;
     }
     im->wait(im);
@@ -402,10 +398,10 @@ static double phase(bench_t *b, impl_t *im, size_t block, const phase_t *ph, lon
 /* Warm-up, then the number of timed iterations the budget allows. */
 static long warm_up(bench_t *b, impl_t *im, size_t block)
 {
-    double probe = max_over_ranks(phase(b, im, block, &PROBE, 1, NULL));
-    long warm = fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
+    double probe = bench_max_over_ranks(phase(b, im, block, &PROBE, 1, NULL));
+    long warm = bench_fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     double t = warm > 0 ? phase(b, im, block, &WARM_UP, warm, NULL) : probe;
-    return fit_budget(b->o.common.budget_s, max_over_ranks(t), MIN_TIMED_ITERS,
+    return bench_fit_budget(b->o.common.budget_s, bench_max_over_ranks(t), BENCH_MIN_TIMED_ITERS,
                       b->o.common.iters);
 }
 
@@ -424,7 +420,7 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
     m[M_COMM] = phase(b, im, block, &PURE, r.iters, NULL);
     if (im->nonblocking) {
         /* Each rank computes for its own T_comm, as OSU does. */
-        phase_t overlapped = {"overlapped", 1, fp_steps_for(b->fp_s_per_iter, m[M_COMM])};
+        phase_t overlapped = {"overlapped", 1, bench_fp_steps_for(b->fp_s_per_iter, m[M_COMM])};
         oc_stats_t s0, s1;
         bench_stats(im->ctx, &s0);
         m[M_OVERALL] = phase(b, im, block, &overlapped, r.iters, &m[M_COMPUTE]);
@@ -433,7 +429,7 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
         m[M_LISTS] = (double)(s1.lists_posted - s0.lists_posted) / (double)r.iters;
         m[M_WAKEUPS] = (double)(s1.wakeups - s0.wakeups) / (double)r.iters;
     }
-    mean_over_ranks(m, M_COUNT);
+    bench_mean_over_ranks(m, M_COUNT);
     r.alg = im->alg;
     return r;
 }
@@ -442,7 +438,7 @@ static result_t measure(bench_t *b, impl_t *im, size_t block)
  * that size, every rank at once as when all cores are busy; mean over ranks. */
 static double copy_time_of(bench_t *b, size_t block)
 {
-    return copy_time(b->cdst, b->csrc, (size_t)b->nranks * block);
+    return bench_copy_time(b->cdst, b->csrc, (size_t)b->nranks * block);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
@@ -462,7 +458,7 @@ static const char *size_str(size_t s, char *buf, size_t len)
 enum { C_IMPL, C_ALG, C_SIZE, C_RANKS, C_ITERS, C_PURE, C_OVERALL, C_COMPUTE, C_OVERLAP,
        C_COPY, C_BOUND, C_PE_CPU, C_LISTS, C_WAKEUPS, C_SETUP, C_COUNT };
 
-static const column_t columns[C_COUNT] = {
+static const bench_column_t columns[C_COUNT] = {
     [C_IMPL] = {"impl", "impl", -12},           [C_ALG] = {"alg", "alg", -8},
     [C_SIZE] = {"size", "block_bytes", 6},      [C_RANKS] = {"", "ranks", 0},
     [C_ITERS] = {"iters", "iters", 6},          [C_PURE] = {"pure_us", "pure_us", 10},
@@ -477,36 +473,36 @@ static const column_t columns[C_COUNT] = {
 };
 
 static void row_fields(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
-                       int table, field_t f[C_COUNT])
+                       int table, bench_field_t f[C_COUNT])
 {
     const double *m = r->m;
     int nb = im->nonblocking, oc = im->offcoll, thread = oc && im->mode == OC_PROGRESS_THREAD;
 
-    snprintf(f[C_IMPL], sizeof(field_t), "%s", im->name);
-    snprintf(f[C_ALG], sizeof(field_t), "%s", oc ? oc_alg_name(r->alg) : "");
+    snprintf(f[C_IMPL], sizeof(bench_field_t), "%s", im->name);
+    snprintf(f[C_ALG], sizeof(bench_field_t), "%s", oc ? oc_alg_name(r->alg) : "");
     if (table)
-        size_str(block, f[C_SIZE], sizeof(field_t));
+        size_str(block, f[C_SIZE], sizeof(bench_field_t));
     else
-        snprintf(f[C_SIZE], sizeof(field_t), "%zu", block);
-    snprintf(f[C_RANKS], sizeof(field_t), "%d", b->nranks);
-    snprintf(f[C_ITERS], sizeof(field_t), "%ld", r->iters);
-    set_field(f[C_PURE], 1, 2, m[M_COMM] * 1e6);
-    set_field(f[C_OVERALL], nb, 2, m[M_OVERALL] * 1e6);
-    set_field(f[C_COMPUTE], nb, 2, m[M_COMPUTE] * 1e6);
-    set_field(f[C_OVERLAP], nb, 1, overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
-    set_field(f[C_COPY], 1, 3, r->copy * 1e6);
-    set_field(f[C_BOUND], oc, 1, bound_pct(m[M_COMM], r->copy));
-    set_field(f[C_PE_CPU], thread, 2, m[M_PE_CPU] * 1e6);
-    set_field(f[C_LISTS], oc, 2, m[M_LISTS]);
-    set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
-    set_field(f[C_SETUP], im->setup != NULL, 0, r->setup * 1e6);
+        snprintf(f[C_SIZE], sizeof(bench_field_t), "%zu", block);
+    snprintf(f[C_RANKS], sizeof(bench_field_t), "%d", b->nranks);
+    snprintf(f[C_ITERS], sizeof(bench_field_t), "%ld", r->iters);
+    bench_set_field(f[C_PURE], 1, 2, m[M_COMM] * 1e6);
+    bench_set_field(f[C_OVERALL], nb, 2, m[M_OVERALL] * 1e6);
+    bench_set_field(f[C_COMPUTE], nb, 2, m[M_COMPUTE] * 1e6);
+    bench_set_field(f[C_OVERLAP], nb, 1, bench_overlap_pct(m[M_COMM], m[M_OVERALL], m[M_COMPUTE]));
+    bench_set_field(f[C_COPY], 1, 3, r->copy * 1e6);
+    bench_set_field(f[C_BOUND], oc, 1, bench_bound_pct(m[M_COMM], r->copy));
+    bench_set_field(f[C_PE_CPU], thread, 2, m[M_PE_CPU] * 1e6);
+    bench_set_field(f[C_LISTS], oc, 2, m[M_LISTS]);
+    bench_set_field(f[C_WAKEUPS], oc, 2, m[M_WAKEUPS]);
+    bench_set_field(f[C_SETUP], im->setup != NULL, 0, r->setup * 1e6);
 }
 
 /* Each context's engine: one whose thread shares the computing CPU cannot
  * overlap, and says so. */
 static void print_header(const bench_t *b, const char *backend)
 {
-    field_t f[C_COUNT];
+    bench_field_t f[C_COUNT];
     int i;
     printf("# " PROG ": Alltoall overlap, OSU non-blocking-collective procedure, %d ranks\n",
            b->nranks);
@@ -517,23 +513,23 @@ static void print_header(const bench_t *b, const char *backend)
                    oc_context_progress_info(impls[i].ctx));
     printf("# dummy compute: %.3f ns per loop step (calibrated); budget %.2f s per phase, "
            "iterations %d..%ld\n", b->fp_s_per_iter * 1e9, b->o.common.budget_s,
-           MIN_TIMED_ITERS, b->o.common.iters);
+           BENCH_MIN_TIMED_ITERS, b->o.common.iters);
     printf("# times: us per iteration, mean over ranks; overlap = max(0, 100 - 100*(overall - "
            "compute)/pure)\n# bound = 100*(1 - memcpy of the received bytes/pure); per-iteration "
            "progress figures are of the overlapped phase\n# setup = the persistent request's "
            "oc_alltoall_init, once per size, the slowest rank's\n");
-    header_fields(columns, C_COUNT, 1, f);
-    table_line(columns, C_COUNT, f);
+    bench_header_fields(columns, C_COUNT, 1, f);
+    bench_table_line(columns, C_COUNT, f);
     fflush(stdout);
 }
 
 static void report_row(const bench_t *b, const impl_t *im, size_t block, const result_t *r,
                        FILE *csv)
 {
-    field_t table[C_COUNT], csv_f[C_COUNT];
+    bench_field_t table[C_COUNT], csv_f[C_COUNT];
     row_fields(b, im, block, r, 1, table);
     row_fields(b, im, block, r, 0, csv_f);
-    report_line(columns, C_COUNT, table, csv_f, csv);
+    bench_report_line(columns, C_COUNT, table, csv_f, csv);
 }
 
 /* ---- main -------------------------------------------------------------------------- */
@@ -592,27 +588,27 @@ int main(int argc, char **argv)
     size_t block, bytes;
     int i, k = 0, nsizes, rc;
 
-    bench_init(&argc, &argv, &b.rank, &b.nranks, "iteration");
+    bench_init(&argc, &argv, PROG, &b.rank, &b.nranks, "iteration");
     rc = parse_opts(argc, argv, &b.o);
     if (rc != 0)
         return bench_quit(rc);
     b.t0 = MPI_Wtime();
 
     bytes = (size_t)b.nranks * b.o.max;
-    b.sbuf = buf_alloc(bytes);
-    b.rbuf = buf_alloc(bytes);
-    b.csrc = buf_alloc(bytes);
-    b.cdst = buf_alloc(bytes);
-    b.expect = b.o.common.check ? buf_alloc(bytes) : NULL;
+    b.sbuf = bench_buf_alloc(bytes);
+    b.rbuf = bench_buf_alloc(bytes);
+    b.csrc = bench_buf_alloc(bytes);
+    b.cdst = bench_buf_alloc(bytes);
+    b.expect = b.o.common.check ? bench_buf_alloc(bytes) : NULL;
     for (i = 0; i < IMPL_COUNT; i++)
         if (b.o.use[i])
             impl_open(&impls[i]);
-    b.fp_s_per_iter = fp_calibrate();
+    b.fp_s_per_iter = bench_fp_calibrate();
     if (b.rank == 0) {
         print_header(&b, bench_backend(IMPL_COUNT, ctx_of));
         bench_engines(extra, sizeof(extra), b.o.common.check ? "on" : "off", IMPL_COUNT, ctx_of,
                       name_of);
-        bench_open_results(&out, &b.o.common, columns, C_COUNT, b.nranks,
+        bench_open_results(&out, b.o.common.csv, b.o.common.png, columns, C_COUNT, b.nranks,
                            bench_backend(IMPL_COUNT, ctx_of), extra);
     }
 
@@ -622,7 +618,7 @@ int main(int argc, char **argv)
 
     for (i = 0; i < IMPL_COUNT; i++) {
         if (impls[i].oreq != NULL) /* oc_persist's last */
-            oc_check(oc_request_free(impls[i].oreq), "oc_request_free");
+            bench_check(oc_request_free(impls[i].oreq), "oc_request_free");
         bench_oc_close(&impls[i].team, &impls[i].ctx);
     }
     free(b.sbuf);
@@ -631,6 +627,5 @@ int main(int argc, char **argv)
     free(b.cdst);
     free(b.expect);
     snprintf(title, sizeof(title), "Alltoall overlap (OSU procedure), %d ranks", b.nranks);
-    return bench_end(&out, &b.o.common, b.t0, PLOT_SCRIPT_NAME, OC_PLOT_SCRIPT_INSTALLED,
-                     title);
+    return bench_end(&out, b.t0, "plot_overlap.gp", title);
 }

@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "awp_error.h"
 #include "awp_fp.h"
 #include "awp_output.h"
 #include "awp_sim.h"
+#include "oc_bench_plot.h"
 
 #define PROG "awp_bench"
 #define MAX_SIZES 8
@@ -280,31 +280,6 @@ static FILE *open_csv(const char *path, int *config)
     return f;
 }
 
-/* Plots csv into png through a temporary name beside it, renamed over png
- * only when gnuplot succeeded: gnuplot opens its output before it plots, so
- * a failed plot would leave a blank PNG over an earlier good one. 0 when the
- * PNG was written (awp_plot notes why not otherwise). */
-static int plot(const char *csv, const char *png)
-{
-    char tmp[4096];
-    const char *args[2] = {csv, tmp};
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp%ld", png, (long)getpid()) >= (int)sizeof(tmp)) {
-        fprintf(stderr, PROG ": note: no PNG: the path %s is too long\n", png);
-        return -1;
-    }
-    if (awp_plot(PROG, "plot_awp_bench.gp", args, 2) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, png) != 0) {
-        fprintf(stderr, PROG ": note: no PNG: cannot rename %s to %s: %s\n", tmp, png,
-                strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     opts_t o;
@@ -363,7 +338,8 @@ int main(int argc, char **argv)
     if (csv != NULL)
         fclose(csv);
     MPI_Finalize();
-    if (rank == 0 && o.png != NULL && plot(o.csv, o.png) == 0)
+    if (rank == 0 && o.png != NULL &&
+        bench_plot(PROG, "plot_awp_bench.gp", o.csv, o.png, NULL, 0) == 0)
         printf("PNG: %s\n", o.png);
     if (rank == 0 && o.csv != NULL)
         printf("CSV: %s\n", o.csv);

@@ -1,23 +1,11 @@
 #include "awp_output.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "awp_error.h"
-
-/* Where meson installs the plot scripts; a default here once hid that the
- * define did not reach this file, and installed binaries looked elsewhere. */
-#ifndef AWP_PLOT_DIR
-#error "AWP_PLOT_DIR (the installed plot scripts' folder) is set by meson"
-#endif
-
-extern char **environ;
 
 int awp_mkdir_p(const char *path)
 {
@@ -93,50 +81,4 @@ void awp_slice_title(const awp_scenario_t *sc, int step, char *title, size_t len
     snprintf(title, len, "%s: %s on %c = %d, step %d (t = %.3f s)", sc->name,
              awp_field_name(sc->snap_field), "xyz"[sc->snap_axis], sc->snap_index, step,
              awp_field_time(sc, sc->snap_field, step));
-}
-
-/* The script next to the binary (build tree), else in the installed folder. */
-static int find_script(const char *name, char *out, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        char *slash;
-        exe[n] = '\0';
-        if ((slash = strrchr(exe, '/')) != NULL) {
-            *slash = '\0';
-            snprintf(out, len, "%s/%s", exe, name);
-            if (access(out, R_OK) == 0)
-                return 1;
-        }
-    }
-    snprintf(out, len, "%s/%s", AWP_PLOT_DIR, name);
-    return access(out, R_OK) == 0;
-}
-
-int awp_plot(const char *prog, const char *script, const char *const *args, int nargs)
-{
-    char path[PATH_MAX + 64];
-    char *argv[16] = {"gnuplot", "-c", path};
-    pid_t pid;
-    int i, rc, status;
-    if (!find_script(script, path, sizeof(path))) {
-        fprintf(stderr, "%s: note: no PNG: %s is neither next to the binary nor in %s\n", prog,
-                script, AWP_PLOT_DIR);
-        return -1;
-    }
-    for (i = 0; i < nargs && i < 12; i++)
-        argv[3 + i] = (char *)args[i];
-    argv[3 + i] = NULL;
-    rc = posix_spawnp(&pid, "gnuplot", NULL, NULL, argv, environ);
-    if (rc != 0) {
-        fprintf(stderr, "%s: note: no PNG (the data files are kept): cannot run gnuplot: %s\n",
-                prog, strerror(rc));
-        return -1;
-    }
-    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "%s: note: gnuplot failed on %s; no PNG\n", prog, path);
-        return -1;
-    }
-    return 0;
 }

@@ -30,10 +30,4 @@ int awp_write_slice(const awp_scenario_t *sc, int step, const float *v, int rows
  * time the field holds (half a step earlier for the velocities). */
 void awp_slice_title(const awp_scenario_t *sc, int step, char *title, size_t len);
 
-/* Runs gnuplot -c <script> args... without a shell (script: a file name,
- * looked for next to the binary, then in the installed folder). Returns 0
- * when gnuplot succeeded; otherwise says why on stderr. Call after
- * MPI_Finalize, so that no MPI process forks. */
-int awp_plot(const char *prog, const char *script, const char *const *args, int nargs);
-
 #endif

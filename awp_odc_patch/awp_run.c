@@ -16,6 +16,7 @@
 #include "awp_error.h"
 #include "awp_output.h"
 #include "awp_sim.h"
+#include "oc_bench_plot.h"
 
 #define PROG "awp_run"
 
@@ -129,12 +130,11 @@ static void plot_snapshots(const awp_scenario_t *sc, const snapshots_t *snaps)
     int i, a = sc->snap_axis;
     for (i = 0; i < snaps->n; i++) {
         char png[AWP_PATH_MAX + 64], title[256], h[32];
-        const char *args[6] = {snaps->dat[i], png, title, h, axes[a == 0 ? 1 : 0],
-                               axes[a == 2 ? 1 : 2]};
+        const char *extra[4] = {title, h, axes[a == 0 ? 1 : 0], axes[a == 2 ? 1 : 2]};
         snprintf(png, sizeof(png), "%.*s.png", (int)(strlen(snaps->dat[i]) - 4), snaps->dat[i]);
         awp_slice_title(sc, snaps->step[i], title, sizeof(title));
         snprintf(h, sizeof(h), "%g", sc->h);
-        if (awp_plot(PROG, "plot_awp_snapshot.gp", args, 6) == 0)
+        if (bench_plot(PROG, "plot_awp_snapshot.gp", snaps->dat[i], png, extra, 4) == 0)
             printf("snapshot: %s\n", png);
     }
 }

@@ -9,15 +9,15 @@
  * timers. Results are checked (backward(forward(x)) = N x) after the last two
  * iterations, each with an input of its own. Table, CSV, PNG.
  */
-#define PROG "p3dfft_bench"
-#include "oc_bench_common.h"
-
 #include <fftw3-mpi.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "oc_bench_common.h"
 #include "p3dfft.h"
 
-#define PLOT_SCRIPT_NAME "plot_p3dfft.gp"
+#define PROG "p3dfft_bench"
 #define MAX_LIST 16
 
 enum { M_BLOCKING, M_MPI_NB, M_OFFLOAD, M_FFTW_MPI, M_COUNT };
@@ -33,7 +33,7 @@ typedef struct {
 
 enum { C_IMPL, C_N, C_NV, C_SLABS, C_DIMS, C_TIME, C_COMM, C_COMP, C_VS_BLOCKING, C_ERR, C_CONFIG,
        C_COUNT };
-static const column_t columns[C_COUNT] = {
+static const bench_column_t columns[C_COUNT] = {
     {"impl", "impl", -12},        {"N", "n", 5},
     {"nv", "nv", 3},              {"slabs", "slabs", 6},
     {"dims", "dims", 6},          {"ms/var", "time_ms", 10},
@@ -64,13 +64,13 @@ static int parse_list(const char *opt, const char *s, int *out, int *count, int 
     for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0; tok = strtok_r(NULL, ",", &save)) {
         long v = strtol(tok, &end, 10);
         if (*end != '\0' || v < min || v > 1 << 20 || *count == MAX_LIST)
-            rc = opt_error("%s: '%s' is not a list of at most %d integers >= %d", opt, s, MAX_LIST,
+            rc = bench_opt_error("%s: '%s' is not a list of at most %d integers >= %d", opt, s, MAX_LIST,
                            min);
         else
             out[(*count)++] = (int)v;
     }
     free(copy);
-    return rc == 0 && *count == 0 ? opt_error("%s: empty list", opt) : rc;
+    return rc == 0 && *count == 0 ? bench_opt_error("%s: empty list", opt) : rc;
 }
 
 static int parse_opt(void *o_, const char *name, const char *v)
@@ -83,19 +83,19 @@ static int parse_opt(void *o_, const char *name, const char *v)
     if (strcmp(name, "--slabs") == 0)
         return parse_list(name, v, o->slabs, &o->nslabs, 0);
     if (strcmp(name, "--modes") == 0)
-        return parse_names(name, v, mode_names, M_COUNT, o->use);
+        return bench_parse_names(name, v, mode_names, M_COUNT, o->use);
     if (strcmp(name, "--iters") == 0)
-        return parse_count(name, v, &o->iters);
+        return bench_parse_count(name, v, &o->iters);
     if (strcmp(name, "--warmup") == 0)
-        return parse_count(name, v, &o->warmup);
+        return bench_parse_count(name, v, &o->warmup);
     if (strcmp(name, "--csv") == 0)
         return o->csv = v, 0;
     if (strcmp(name, "--png") == 0)
         return o->png = v, 0;
     if (strcmp(name, "--dims") == 0)
         return sscanf(v, "%dx%d", &o->dims[0], &o->dims[1]) == 2 && o->dims[0] > 0 && o->dims[1] > 0
-                   ? 0 : opt_error("--dims: '%s' is not AxB", v);
-    return opt_error("unknown option %s", name);
+                   ? 0 : bench_opt_error("--dims: '%s' is not AxB", v);
+    return bench_opt_error("unknown option %s", name);
 }
 
 static unsigned fftw_flag(void)
@@ -119,7 +119,7 @@ static double median_of_max(double *t, long n)
 {
     long i;
     MPI_Allreduce(MPI_IN_PLACE, t, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    qsort(t, (size_t)n, sizeof(double), cmp_double);
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
     i = n / 2;
     return n % 2 ? t[i] : 0.5 * (t[i - 1] + t[i]);
 }
@@ -172,7 +172,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     int d[2] = {dims[0], dims[1]}, mem[3], s[3], e[3], rsz[3], csz[3], v;
     long it, total = o->warmup + o->iters, i;
     unsigned char fw[] = "fft", bw[] = "tff";
-    double *A, *B, *C, *t = (double *)buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
+    double *A, *B, *C, *t = (double *)bench_buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
     double timers[P3DFFT_NTIMERS], err = 0, N = (double)n * n * n;
     size_t nr, nc;
     result_t r = {0};
@@ -180,12 +180,12 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     if (Cp3dfft_set_transpose(mode_names[mode]) || Cp3dfft_set_slabs(slabs) ||
         Cp3dfft_setup(d, n, n, n, MPI_Comm_c2f(MPI_COMM_WORLD), n, n, n, 0, mem) ||
         Cp3dfft_get_dims(s, e, rsz, 1) || Cp3dfft_get_dims(s, e, csz, 2))
-        die("%s: %s", mode_names[mode], Cp3dfft_last_error());
+        bench_die("%s: %s", mode_names[mode], Cp3dfft_last_error());
     nr = (size_t)rsz[0] * rsz[1] * rsz[2];
     nc = (size_t)csz[0] * csz[1] * csz[2];
-    A = (double *)buf_alloc(sizeof(double) * nr * (size_t)nv);
-    C = (double *)buf_alloc(sizeof(double) * nr * (size_t)nv);
-    B = (double *)buf_alloc(2 * sizeof(double) * nc * (size_t)nv);
+    A = (double *)bench_buf_alloc(sizeof(double) * nr * (size_t)nv);
+    C = (double *)bench_buf_alloc(sizeof(double) * nr * (size_t)nv);
+    B = (double *)bench_buf_alloc(2 * sizeof(double) * nc * (size_t)nv);
     for (i = 0; i < (long)nr * nv; i++)
         A[i] = input(i, rank);
     for (it = 0; it < total; it++) {
@@ -198,7 +198,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
         t0 = MPI_Wtime();
         if (Cp3dfft_ftran_r2c_many(A, (int)nr, B, (int)nc, nv, fw) ||
             Cp3dfft_btran_c2r_many(B, (int)nc, C, (int)nr, nv, bw))
-            die("%s: %s", mode_names[mode], Cp3dfft_last_error());
+            bench_die("%s: %s", mode_names[mode], Cp3dfft_last_error());
         if (it >= o->warmup)
             t[it - o->warmup] = MPI_Wtime() - t0;
         if (checked_iteration(it, total))
@@ -207,13 +207,13 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     Cget_timers(timers);
     for (v = 0; v < P3DFFT_NTIMERS; v++)
         *(v < 4 ? &r.comm : &r.comp) += timers[v];
-    r.comm = max_over_ranks(r.comm) / (double)o->iters / nv;
-    r.comp = max_over_ranks(r.comp) / (double)o->iters / nv;
+    r.comm = bench_max_over_ranks(r.comm) / (double)o->iters / nv;
+    r.comp = bench_max_over_ranks(r.comp) / (double)o->iters / nv;
     r.have_split = 1;
-    r.err = max_over_ranks(err);
+    r.err = bench_max_over_ranks(err);
     r.t_var = median_of_max(t, o->iters) / nv;
     if (Cp3dfft_clean())
-        die("Cp3dfft_clean: %s", Cp3dfft_last_error());
+        bench_die("Cp3dfft_clean: %s", Cp3dfft_last_error());
     free(A);
     free(B);
     free(C);
@@ -228,7 +228,7 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
     ptrdiff_t local_n0, start0, local_n1, start1, alloc, i, j, k;
     ptrdiff_t nh = n / 2 + 1;
     long it, total = o->warmup + o->iters;
-    double *in, *t = (double *)buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
+    double *in, *t = (double *)bench_buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
     double err = 0, N = (double)n * n * n;
     double *orig;
     fftw_complex *out;
@@ -242,13 +242,13 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
     orig = fftw_alloc_real(2 * (size_t)alloc * (size_t)nv);
     out = fftw_alloc_complex((size_t)alloc * (size_t)nv);
     if (in == NULL || out == NULL || orig == NULL)
-        die("fftw_mpi: cannot allocate %td values", alloc);
+        bench_die("fftw_mpi: cannot allocate %td values", alloc);
     fwd = fftw_mpi_plan_dft_r2c_3d(n, n, n, in, out, MPI_COMM_WORLD,
                                    fftw_flag() | FFTW_MPI_TRANSPOSED_OUT);
     bwd = fftw_mpi_plan_dft_c2r_3d(n, n, n, out, in, MPI_COMM_WORLD,
                                    fftw_flag() | FFTW_MPI_TRANSPOSED_IN);
     if (fwd == NULL || bwd == NULL)
-        die("fftw_mpi: cannot plan N = %d", n);
+        bench_die("fftw_mpi: cannot plan N = %d", n);
     /* plans were made on in/out (MEASURE overwrites): fill afterwards */
     for (i = 0; i < 2 * alloc * nv; i++)
         orig[i] = 0;
@@ -278,7 +278,7 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
                                                        input_scale(it), N, input_scale(it)));
                     }
     }
-    r.err = max_over_ranks(err);
+    r.err = bench_max_over_ranks(err);
     r.t_var = median_of_max(t, o->iters) / nv;
     fftw_destroy_plan(fwd);
     fftw_destroy_plan(bwd);
@@ -292,26 +292,24 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
 static void emit(FILE *csv, int config, const char *impl, int n, int nv, int slabs,
                  const int dims[2], const result_t *r, double blocking)
 {
-    field_t f[C_COUNT];
-    snprintf(f[C_IMPL], sizeof(field_t), "%s", impl);
-    snprintf(f[C_N], sizeof(field_t), "%d", n);
-    snprintf(f[C_NV], sizeof(field_t), "%d", nv);
+    bench_field_t f[C_COUNT];
+    snprintf(f[C_IMPL], sizeof(bench_field_t), "%s", impl);
+    snprintf(f[C_N], sizeof(bench_field_t), "%d", n);
+    snprintf(f[C_NV], sizeof(bench_field_t), "%d", nv);
     if (slabs >= 0)
-        snprintf(f[C_SLABS], sizeof(field_t), "%d", slabs);
+        snprintf(f[C_SLABS], sizeof(bench_field_t), "%d", slabs);
     else
         f[C_SLABS][0] = '\0';
-    snprintf(f[C_DIMS], sizeof(field_t), "%dx%d", dims[0], dims[1]);
-    set_field(f[C_TIME], 1, 3, r->t_var * 1e3);
-    set_field(f[C_COMM], r->have_split, 3, r->comm * 1e3);
-    set_field(f[C_COMP], r->have_split, 3, r->comp * 1e3);
-    set_field(f[C_VS_BLOCKING], blocking > 0, 3, r->t_var / blocking);
-    snprintf(f[C_ERR], sizeof(field_t), "%.1e", r->err);
-    snprintf(f[C_CONFIG], sizeof(field_t), "%d", config);
-    table_line(columns, C_COUNT, f);
-    if (csv != NULL)
-        csv_line(csv, C_COUNT, f);
+    snprintf(f[C_DIMS], sizeof(bench_field_t), "%dx%d", dims[0], dims[1]);
+    bench_set_field(f[C_TIME], 1, 3, r->t_var * 1e3);
+    bench_set_field(f[C_COMM], r->have_split, 3, r->comm * 1e3);
+    bench_set_field(f[C_COMP], r->have_split, 3, r->comp * 1e3);
+    bench_set_field(f[C_VS_BLOCKING], blocking > 0, 3, r->t_var / blocking);
+    snprintf(f[C_ERR], sizeof(bench_field_t), "%.1e", r->err);
+    snprintf(f[C_CONFIG], sizeof(bench_field_t), "%d", config);
+    bench_report_line(columns, C_COUNT, f, f, csv);
     if (r->err > 1e-10)
-        die("%s N=%d nv=%d: wrong result (relative error %g)", impl, n, nv, r->err);
+        bench_die("%s N=%d nv=%d: wrong result (relative error %g)", impl, n, nv, r->err);
 }
 
 int main(int argc, char **argv)
@@ -319,26 +317,22 @@ int main(int argc, char **argv)
     static const bench_flag_t no_flags[1];
     opts_t o = {.n = {64, 128, 256}, .nn = 3, .nv = {1, 4}, .nnv = 2, .slabs = {0}, .nslabs = 1,
                 .use = {1, 1, 1, 1}, .iters = 10, .warmup = 2};
-    char csv_tmp[] = "/tmp/p3dfft_bench_XXXXXX", extra[320], impls[256] = "";
-    const char *csv_path = NULL;
-    FILE *csv = NULL;
-    int rank, nproc, rc, a, b, m, s, config = 0, have_csv;
-    field_t head[C_COUNT];
+    char extra[320], impls[256] = "", title[160];
+    bench_out_t out = {0};
+    bench_field_t head[C_COUNT];
+    int rank, nproc, rc, a, b, m, s, config = 0;
+    double t0;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nproc);
-    bench_rank = rank;
+    bench_init(&argc, &argv, PROG, &rank, &nproc, "iteration");
+    t0 = MPI_Wtime();
     rc = bench_parse_args(argc, argv, &o, no_flags, 0, parse_opt, usage);
     if (rc == 0 && o.iters < 1)
-        rc = opt_error("--iters must be at least 1");
+        rc = bench_opt_error("--iters must be at least 1");
     if (rc == 0 && o.dims[0] != 0 && (long)o.dims[0] * o.dims[1] != nproc)
-        rc = opt_error("--dims %dx%d: the product must equal the number of ranks, %d", o.dims[0],
+        rc = bench_opt_error("--dims %dx%d: the product must equal the number of ranks, %d", o.dims[0],
                        o.dims[1], nproc);
-    if (rc != 0) {
-        MPI_Finalize();
-        return rc == 1 ? 0 : 2;
-    }
+    if (rc != 0)
+        return bench_quit(rc);
     if (o.dims[0] == 0) {
         MPI_Dims_create(nproc, 2, o.dims);
         if (o.dims[0] > o.dims[1])
@@ -357,11 +351,10 @@ int main(int argc, char **argv)
                "forward + backward per variable, median of the slowest rank\n",
                nproc, o.dims[0], o.dims[1], o.iters, o.warmup);
         snprintf(extra, sizeof(extra), "grid=%dx%d impls=\"%s\"", o.dims[0], o.dims[1], impls);
-        csv = open_results(o.csv, o.png, csv_tmp, &csv_path, columns, C_COUNT, nproc, "ucx", extra);
-        header_fields(columns, C_COUNT, 1, head);
-        table_line(columns, C_COUNT, head);
+        bench_open_results(&out, o.csv, o.png, columns, C_COUNT, nproc, "ucx", extra);
+        bench_header_fields(columns, C_COUNT, 1, head);
+        bench_table_line(columns, C_COUNT, head);
     }
-    have_csv = csv != NULL;
 
     for (a = 0; a < o.nn; a++)
         for (b = 0; b < o.nnv; b++, config++) {
@@ -373,7 +366,7 @@ int main(int argc, char **argv)
                     result_t r = run_fftw_mpi(&o, o.n[a], o.nv[b], rank);
                     int slab_dims[2] = {1, nproc};
                     if (rank == 0)
-                        emit(csv, config, mode_names[m], o.n[a], o.nv[b], -1, slab_dims, &r,
+                        emit(out.csv, config, mode_names[m], o.n[a], o.nv[b], -1, slab_dims, &r,
                              blocking);
                     continue;
                 }
@@ -385,25 +378,13 @@ int main(int argc, char **argv)
                     if (m == M_BLOCKING && s == 0)
                         blocking = r.t_var;
                     if (rank == 0)
-                        emit(csv, config, name, o.n[a], o.nv[b], o.slabs[s], o.dims, &r,
+                        emit(out.csv, config, name, o.n[a], o.nv[b], o.slabs[s], o.dims, &r,
                              m == M_BLOCKING && s == 0 ? 0 : blocking);
                 }
             }
         }
-    if (csv != NULL)
-        fclose(csv);
     fftw_mpi_cleanup();
-    MPI_Finalize();
-    if (rank == 0 && have_csv && o.png != NULL) {
-        char title[160];
-        snprintf(title, sizeof(title), "P3DFFT-compatible FFT, %d ranks (grid %dx%d)", nproc,
-                 o.dims[0], o.dims[1]);
-        if (plot(PLOT_SCRIPT_NAME, P3_PLOT_SCRIPT_INSTALLED, csv_path, o.png, title) == 0)
-            printf("PNG: %s\n", o.png);
-    }
-    if (rank == 0 && have_csv && o.csv != NULL)
-        printf("CSV: %s\n", o.csv);
-    if (csv_path == csv_tmp)
-        unlink(csv_tmp);
-    return 0;
+    snprintf(title, sizeof(title), "P3DFFT-compatible FFT, %d ranks (grid %dx%d)", nproc, o.dims[0],
+             o.dims[1]);
+    return bench_end(&out, t0, "plot_p3dfft.gp", title);
 }
