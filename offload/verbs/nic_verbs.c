@@ -113,8 +113,7 @@ static void recv_completed(vb_nic_t *nic, const struct ibv_wc *wc)
         vb_qp_failed(nic, rb->ep, ibv_wc_status_str(wc->status));
         return;
     }
-    vb_proto_arrival(nic, wc, rb);
-    if (vb_qp_repost(nic, rb) != OC_OK)
+    if (!vb_proto_arrival(nic, wc, rb) && vb_qp_repost(nic, rb) != OC_OK)
         oc_warn("%s", oc_last_error());
 }
 

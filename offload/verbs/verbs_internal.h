@@ -117,10 +117,25 @@ typedef struct vb_op {
     uint32_t buf_lkey;
 } vb_op_t;
 
-typedef struct {
+typedef struct vb_rbuf vb_rbuf_t;
+
+/* An EAGER or RTS that came before its RECV task (verbs_proto.c). It is
+ * copied into a node of the protocol's pool, or, when memory for one is
+ * short, left where it arrived: its receive buffer is then posted again, and
+ * its credit owed, only once the task takes it. */
+typedef struct vb_unexp {
+    struct vb_unexp *next;
+    oc_nic_ep_t *ep;             /* the QP it came through, where an RTR goes back */
+    vb_rbuf_t *held;             /* the receive buffer it is still in; NULL: copied */
+    const char *payload;         /* EAGER's data */
+    vb_hdr_t hdr;
+} vb_unexp_t;
+
+struct vb_rbuf {
     oc_nic_ep_t *ep;
     char *data;                  /* VB_BUF_SIZE bytes in ep->rbufs */
-} vb_rbuf_t;
+    vb_unexp_t held;             /* its message, while held */
+};
 
 /* What a peer needs to reach this process (oc_nic address). */
 typedef struct {
@@ -253,7 +268,6 @@ void vb_trigger_stage(vb_nic_t *nic, oc_nic_list_t *list, unsigned sq_slots);
 /* ---- two-sided protocol (verbs_proto.c) ------------------------------------ */
 
 typedef struct vb_recv vb_recv_t;
-typedef struct vb_unexp vb_unexp_t;
 typedef struct vb_rndv_send vb_rndv_send_t;
 
 typedef struct {
@@ -264,6 +278,7 @@ typedef struct {
     oc_nic_amq_t am;                      /* control messages to deliver */
     oc_pool_t recvs, unexps, sends;       /* the records above */
     uint32_t next_cookie;
+    int held_told;                        /* the warning that messages are held was given */
 } vb_proto_t;
 
 /* Makes room for the records of the transfers a few operations keep in
@@ -272,8 +287,9 @@ oc_status_t vb_proto_init(vb_proto_t *p);
 void vb_proto_fini(vb_proto_t *p);
 oc_status_t vb_proto_send(vb_nic_t *nic, oc_nic_slot_t *slot);
 oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot);
-/* A message or a write with immediate arrived in rb. */
-void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb);
+/* A message or a write with immediate arrived in rb. 1: the message is held
+ * in rb (vb_unexp_t), which the caller must not post again; 0: rb is free. */
+int vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb);
 /* A control message (NOTIFY task when slot is set) through ep. */
 oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len,
                           oc_nic_slot_t *slot);

@@ -38,7 +38,10 @@
  * back (taken here from each arrival, whatever its type), and CREDIT
  * messages carry nothing else. A receive buffer is re-posted, and owed, as
  * soon as its message is handled: unexpected messages are copied out, so
- * credits never wait for the application to post a receive.
+ * credits never wait for the application to post a receive. Only when
+ * memory for the copy is short is a message held in its receive buffer
+ * until its task comes: lost, it would fail its operation, while held it
+ * costs its sender one credit meanwhile.
  */
 #include "verbs_internal.h"
 #include "oc_error.h"
@@ -63,13 +66,6 @@ struct vb_recv {
     size_t len;
     uint32_t cookie;   /* once RTR is sent: the write's immediate */
     vb_mr_t *mr;
-};
-
-struct vb_unexp {
-    vb_unexp_t *next;
-    oc_nic_ep_t *ep;   /* the QP it came through, where an RTR goes back */
-    vb_hdr_t hdr;
-    char data[];
 };
 
 struct vb_rndv_send {
@@ -224,6 +220,16 @@ static int same_key(const vb_hdr_t *h, const vb_recv_t *r)
     return h->team_id == r->team_id && h->seq == r->seq && h->src == r->src;
 }
 
+/* x has met its task: its node goes back to the pool, or the receive
+ * buffer it was held in is posted again. */
+static void unexp_done(vb_nic_t *nic, vb_unexp_t *x)
+{
+    if (x->held == NULL)
+        oc_pool_put(&nic->proto.unexps, x);
+    else if (!x->ep->failed && vb_qp_repost(nic, x->held) != OC_OK)
+        oc_warn("%s", oc_last_error());
+}
+
 oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
 {
     const oc_task_t *t = oc_nic_slot_task(slot);
@@ -248,8 +254,8 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
             *u = x->next;
             if (*u == NULL)
                 p->unexp_tail = u;
-            meet(nic, r, &x->hdr, x->data, x->ep);
-            oc_pool_put(&p->unexps, x);
+            meet(nic, r, &x->hdr, x->payload, x->ep);
+            unexp_done(nic, x);
             return OC_OK;
         }
     if (r->ep->failed) {
@@ -261,11 +267,12 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
     return OC_OK;
 }
 
-/* EAGER or RTS: to its RECV task, or kept as unexpected. */
-static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payload,
-                            oc_nic_ep_t *ep)
+/* EAGER or RTS h, which arrived in rb: to its RECV task, or kept as
+ * unexpected. 1 when it is held in rb. */
+static int arrived_message(vb_nic_t *nic, const vb_hdr_t *h, vb_rbuf_t *rb)
 {
     vb_proto_t *p = &nic->proto;
+    const char *payload = rb->data + sizeof(*h);
     size_t plen = h->type == VB_MSG_EAGER ? (size_t)h->len : 0;
     vb_recv_t **pr;
     vb_unexp_t *x;
@@ -276,21 +283,29 @@ static void arrived_message(vb_nic_t *nic, const vb_hdr_t *h, const char *payloa
             *pr = r->next;
             if (*pr == NULL)
                 p->expected_tail = pr;
-            meet(nic, r, h, payload, ep);
-            return;
+            meet(nic, r, h, payload, rb->ep);
+            return 0;
         }
-    x = oc_pool_get(&p->unexps);
-    if (x == NULL) {
-        oc_warn("verbs: out of memory: an early message of %zu bytes was lost", plen);
-        return;
+    if ((x = oc_pool_get(&p->unexps)) != NULL) {
+        x->held = NULL;
+        x->payload = (const char *)(x + 1);
+        if (plen > 0)
+            memcpy(x + 1, payload, plen);
+    } else {
+        if (!p->held_told)
+            oc_warn("verbs: out of memory: early messages wait in their receive buffers "
+                    "for their receives, each taking a credit from its sender meanwhile");
+        p->held_told = 1;
+        x = &rb->held;
+        x->held = rb;
+        x->payload = payload;
     }
     x->next = NULL;
-    x->ep = ep;
+    x->ep = rb->ep;
     x->hdr = *h;
-    if (plen > 0)
-        memcpy(x->data, payload, plen);
     *p->unexp_tail = x;
     p->unexp_tail = &x->next;
+    return x->held != NULL;
 }
 
 /* RTR: the data goes out as a write with the receiver's cookie. Where it
@@ -365,30 +380,29 @@ static void arrived_abort(vb_nic_t *nic, const vb_hdr_t *h)
                                  r->src, r->len, oc_status_string((oc_status_t)h->status)));
 }
 
-void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
+int vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
 {
     vb_hdr_t h;
     const char *payload = rb->data + sizeof(h);
 
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         arrived_write(nic, ntohl(wc->imm_data), wc->byte_len);
-        return;
+        return 0;
     }
     if (wc->byte_len < sizeof(h)) {
         oc_notice(nic->verbose, "verbs: dropped a message of %u bytes", wc->byte_len);
-        return;
+        return 0;
     }
     memcpy(&h, rb->data, sizeof(h));
     vb_qp_credits(nic, rb->ep, h.credits);
     if ((h.type == VB_MSG_EAGER || h.type == VB_MSG_CTRL) && h.len != wc->byte_len - sizeof(h)) {
         oc_notice(nic->verbose, "verbs: dropped a malformed message of %u bytes", wc->byte_len);
-        return;
+        return 0;
     }
     switch (h.type) {
     case VB_MSG_EAGER:
     case VB_MSG_RTS:
-        arrived_message(nic, &h, payload, rb->ep);
-        break;
+        return arrived_message(nic, &h, rb);
     case VB_MSG_RTR:
         arrived_rtr(nic, &h);
         break;
@@ -403,6 +417,7 @@ void vb_proto_arrival(vb_nic_t *nic, const struct ibv_wc *wc, vb_rbuf_t *rb)
     default:
         oc_notice(nic->verbose, "verbs: dropped a message of unknown type %u", h.type);
     }
+    return 0;
 }
 
 oc_status_t vb_proto_ctrl(vb_nic_t *nic, oc_nic_ep_t *ep, const void *data, size_t len,
@@ -554,7 +569,8 @@ void vb_proto_fini(vb_proto_t *p)
     while (p->unexp != NULL) {
         vb_unexp_t *x = p->unexp;
         p->unexp = x->next;
-        oc_pool_put(&p->unexps, x);
+        if (x->held == NULL) /* a held one goes with its QP */
+            oc_pool_put(&p->unexps, x);
     }
     while (p->rts != NULL) {
         vb_rndv_send_t *rs = p->rts;

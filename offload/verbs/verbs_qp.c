@@ -33,6 +33,13 @@
  * last sent: A holds credits. Contradiction. A QP in error (failed) drops
  * credits: its WRs are posted and flushed, so that their tasks end with the
  * error.
+ *
+ * One exception, when memory is short: a message that came before its
+ * receive and found no memory for its copy is held in its receive buffer
+ * (verbs_proto.c), handled only when its receive is posted. Held messages
+ * can leave a sender without credits while the receiver waits for a message
+ * queued behind them; the operations then end by their timeout, naming the
+ * peer, where a lost message would have failed its operation for certain.
  */
 #include "verbs_internal.h"
 #include "oc_error.h"

@@ -6,9 +6,11 @@
  * window and notified puts, one-shot all-to-all(v), persistent all-to-all
  * (put algorithm) and all-to-allv, halo exchange, then the frees. Counted
  * are the allocations of rank 1's own thread (in inline mode that is all of
- * them) or those of its progress thread. A last case lets memory stay short:
+ * them) or those of its progress thread. Another case lets memory stay short:
  * every allocation from the Nth on fails, for the N that fall in team or
- * window creation. Each step must end as offcoll.h promises:
+ * window creation; a last one starts many all-to-alls whose messages arrive
+ * before their receives while rank 1's progress thread has no memory at all
+ * (none may be lost). Each step must end as offcoll.h promises:
  * - rank 1's step says OC_ERR_NO_MEMORY, with a detail;
  * - a collective set-up (team, window, persistent request, halo plan) that
  *   fails on rank 1 fails at once on rank 0 too, with an error naming rank
@@ -55,6 +57,7 @@ static int sticky;              /* and every one after it too (memory stays shor
 static atomic_long seen;        /* counted allocations so far in this run */
 static atomic_int step_now;     /* the step rank 1 is in */
 static atomic_int failed_in;    /* 1 + the step where the allocation failed, 0: none */
+static atomic_int memory_gone;  /* set: every counted allocation fails, whatever fail_at */
 
 static int fail_now(void)
 {
@@ -63,7 +66,7 @@ static int fail_now(void)
     if (my_role == ROLE_NONE || my_role != counted)
         return 0;
     n = atomic_fetch_add(&seen, 1) + 1;
-    if (sticky ? n < fail_at : n != fail_at)
+    if (!atomic_load(&memory_gone) && (sticky ? n < fail_at : n != fail_at))
         return 0;
     atomic_compare_exchange_strong(&failed_in, &none, atomic_load(&step_now) + 1);
     errno = ENOMEM;
@@ -535,6 +538,129 @@ static void test_memory_stays_short(void **state)
     every_allocation(OC_PROGRESS_THREAD, ROLE_APP, "memory short from then on", 2);
 }
 
+/* ---- Early messages while memory is short -------------------------------------
+ * Rank 0 starts EARLY all-to-alls at once; rank 1's progress thread takes in
+ * their messages before rank 1 starts its own, with every allocation of that
+ * thread failing. None may be lost: the verbs backend keeps the first
+ * VB_POOL_EARLY (32) in nodes made with the instance and holds the rest in
+ * their receive buffers (UCX keeps them in memory of its own). So rank 1's
+ * operations succeed with the right data, or fail for want of memory
+ * elsewhere (OC_ERR_NO_MEMORY: the wait trigger variant runs out of send
+ * operations with this many lists in flight), never by a timeout, which is
+ * how a lost message shows; rank 0's succeed, or fail naming rank 1.
+ */
+enum { EARLY = 48, EARLY_BLOCK = 64, EARLY_POOLED = 32 };
+
+static unsigned char early_s[N][EARLY][N * EARLY_BLOCK], early_r[N][EARLY][N * EARLY_BLOCK];
+static oc_status_t early_st[N][EARLY];
+static char early_detail[N][EARLY][256];
+
+/* Rank 1 on verbs: until its progress thread has tried to keep the early
+ * messages past its pool (one failed allocation each), so that rank 1's
+ * receives come after them. */
+static void await_early(ut_rank_t *me, oc_context_t *ctx, long before)
+{
+    struct timespec pause = {0, 1000000};
+    int i;
+    if (strncmp(oc_context_backend_info(ctx), "verbs", 5) != 0) {
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        return;
+    }
+    for (i = 0; i < 10000 && atomic_load(&seen) - before < EARLY - EARLY_POOLED; i++)
+        nanosleep(&pause, NULL);
+    CHECK(atomic_load(&seen) - before >= EARLY - EARLY_POOLED,
+          "the progress thread took in %ld of the %d early messages past its pool in 10 s",
+          atomic_load(&seen) - before, EARLY - EARLY_POOLED);
+}
+
+/* Operation k on this rank: its status and detail, and its data when it succeeded. */
+static void early_done(ut_rank_t *me, int k, oc_status_t st)
+{
+    int rank = me->member.rank, src;
+    size_t i;
+    early_st[rank][k] = st;
+    snprintf(early_detail[rank][k], sizeof(early_detail[rank][k]), "%s",
+             st == OC_OK ? "" : oc_last_error());
+    for (src = 0; src < N && st == OC_OK; src++)
+        for (i = 0; i < EARLY_BLOCK; i++)
+            if (!CHECK(early_r[rank][k][src * EARLY_BLOCK + i] == ut_pattern(src, rank, i, k),
+                       "all-to-all %d: byte %zu from rank %d is wrong", k, i, src))
+                return;
+}
+
+/* Rank 0, once both ranks are done. */
+static void early_judge(ut_rank_t *me)
+{
+    int k;
+    for (k = 0; k < EARLY; k++) {
+        oc_status_t st0 = early_st[0][k], st1 = early_st[1][k];
+        const char *d0 = early_detail[0][k];
+        CHECK(st1 == OC_OK || st1 == OC_ERR_NO_MEMORY,
+              "all-to-all %d: rank 1 says %s (%s): a message it took in early was lost", k,
+              oc_status_string(st1), early_detail[1][k]);
+        CHECK(st0 == OC_OK || (st1 != OC_OK && (strstr(d0, "receive from 1") != NULL ||
+                                                strstr(d0, "rank 1 ") != NULL)),
+              "all-to-all %d: rank 0 says %s (%s), rank 1 %s", k, oc_status_string(st0), d0,
+              oc_status_string(st1));
+    }
+}
+
+static void *rank_early(void *arg)
+{
+    ut_rank_t *me = arg;
+    run_t *run = &runs[me->member.rank];
+    oc_request_t *req[EARLY] = {NULL};
+    int rank = me->member.rank, k;
+    size_t i;
+
+    memset(run, 0, sizeof(*run));
+    run->me = me;
+    if (rank == 1)
+        my_role = ROLE_APP;
+    for (k = 0; k < EARLY; k++)
+        for (i = 0; i < N * EARLY_BLOCK; i++)
+            early_s[rank][k][i] = ut_pattern(rank, (int)(i / EARLY_BLOCK), i % EARLY_BLOCK, k);
+    if (CHECK_OC(do_team(run))) {
+        long before = atomic_load(&seen);
+        if (rank == 1)
+            atomic_store(&memory_gone, 1);
+        ut_barrier(me);
+        if (rank == 1)
+            await_early(me, run->ctx, before);
+        for (k = 0; k < EARLY; k++)
+            CHECK_OC(oc_ialltoall(run->team, early_s[rank][k], early_r[rank][k], EARLY_BLOCK,
+                                  &req[k]));
+        for (k = 0; k < EARLY; k++)
+            early_done(me, k, req[k] != NULL ? oc_wait(req[k]) : OC_ERR_INTERNAL);
+        if (rank == 1)
+            atomic_store(&memory_gone, 0);
+        for (k = 0; k < EARLY; k++)
+            if (req[k] != NULL)
+                CHECK_OC(oc_request_free(req[k]));
+        ut_barrier(me);
+        if (rank == 0)
+            early_judge(me);
+    }
+    ut_barrier(me);
+    if (run->team != NULL)
+        CHECK_OC(oc_team_free(run->team));
+    if (run->ctx != NULL)
+        CHECK_OC(oc_finalize(run->ctx));
+    my_role = ROLE_NONE;
+    return NULL;
+}
+
+static void test_early_messages(void **state)
+{
+    (void)state;
+    mode = OC_PROGRESS_THREAD;
+    counted = ROLE_PE;
+    sticky = 0;
+    fail_at = 0; /* none, until memory_gone */
+    atomic_store(&seen, 0);
+    ut_run_ranks(N, rank_early, NULL, "early messages while memory is short");
+}
+
 static void test_progress_thread(void **state)
 {
     (void)state;
@@ -554,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_progress_thread),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_memory_stays_short),
+        cmocka_unit_test(test_early_messages),
     };
     return cmocka_run_group_tests(tests, data_make, data_free);
 }
