@@ -123,7 +123,7 @@ static int parse_extents(const char *opt, const char *s, size_t *n, int allow_ze
     if (d == 3)
         return 0;
     return bench_opt_error("%s needs N or AxBxC%s, not '%s'", opt,
-                     allow_zero ? " (0 = any)" : " (each 1..1048576)", s);
+                           allow_zero ? " (0 = any)" : " (each 1..1048576)", s);
 }
 
 static int parse_fields(const char *s, opts_t *o)
@@ -187,11 +187,11 @@ static int check_dims(const opts_t *o, int nranks)
     }
     if (free_dims == 0 && fixed != nranks)
         return bench_opt_error("--dims %dx%dx%d makes a grid of %d, but this run has %d ranks",
-                         o->dims[0], o->dims[1], o->dims[2], fixed, nranks);
+                               o->dims[0], o->dims[1], o->dims[2], fixed, nranks);
     if (nranks % fixed != 0)
         return bench_opt_error("--dims %dx%dx%d: this run's %d ranks are no multiple of %d, the "
-                         "product of the extents given", o->dims[0], o->dims[1], o->dims[2],
-                         nranks, fixed);
+                               "product of the extents given", o->dims[0], o->dims[1], o->dims[2],
+                               nranks, fixed);
     return 0;
 }
 
@@ -206,7 +206,7 @@ static int check_width(const opts_t *o, int nranks)
     for (d = 0; d < 3; d++)
         if ((dims[d] > 1 || o->periodic) && o->width > o->n[d])
             return bench_opt_error("--width %u is above the interior extent %zu of dimension %d",
-                             o->width, o->n[d], d);
+                                   o->width, o->n[d], d);
     return 0;
 }
 
@@ -306,7 +306,7 @@ static void geometry(bench_t *b)
     memcpy(b->dims, b->o.dims, sizeof(b->dims));
     if (MPI_Dims_create(b->nranks, 3, b->dims) != MPI_SUCCESS)
         bench_die("MPI_Dims_create cannot make a grid of %d ranks from --dims %dx%dx%d", b->nranks,
-            b->o.dims[0], b->o.dims[1], b->o.dims[2]);
+                  b->o.dims[0], b->o.dims[1], b->o.dims[2]);
     for (d = 0; d < 3; d++)
         periods[d] = b->o.periodic;
     MPI_Cart_create(MPI_COMM_WORLD, 3, b->dims, periods, 0, &b->cart);
@@ -395,10 +395,11 @@ static void mismatch(const bench_t *b, int f, const size_t i[3], double got, dou
     int d;
     for (d = 0; d < 3; d++)
         side[d] = i[d] < b->w ? "low ghost" : i[d] >= b->n[d] + b->w ? "high ghost" : "interior";
-    bench_die("GHOST MISMATCH in field %d at local (%zu, %zu, %zu) (x %s, y %s, z %s; grid %dx%dx%d, "
-        "this rank at (%d, %d, %d)): expected %.17g, got %.17g%s", f, i[0], i[1], i[2], side[0],
-        side[1], side[2], b->dims[0], b->dims[1], b->dims[2], b->coords[0], b->coords[1],
-        b->coords[2], want, got, isnan(got) ? " (the poison: never written)" : "");
+    bench_die("GHOST MISMATCH in field %d at local (%zu, %zu, %zu) (x %s, y %s, z %s; "
+              "grid %dx%dx%d, this rank at (%d, %d, %d)): expected %.17g, got %.17g%s", f, i[0],
+              i[1], i[2], side[0], side[1], side[2], b->dims[0], b->dims[1], b->dims[2],
+              b->coords[0], b->coords[1], b->coords[2], want, got,
+              isnan(got) ? " (the poison: never written)" : "");
 }
 
 /* Visits every ghost cell: poisons it, or checks it where it is defined. */
@@ -641,10 +642,11 @@ static void oc_setup(impl_t *im, bench_t *b, int nf)
         for (s = 0; s < 2; s++) {
             int off[3] = {0, 0, 0}, mpi = b->nbr[d][s], oc = -1;
             off[d] = s == 0 ? -1 : 1;
-            bench_check(oc_halo_neighbor(im->halo, off[0], off[1], off[2], &oc), "oc_halo_neighbor");
+            bench_check(oc_halo_neighbor(im->halo, off[0], off[1], off[2], &oc),
+                        "oc_halo_neighbor");
             if (oc != (mpi == MPI_PROC_NULL ? -1 : mpi))
                 bench_die("oc_halo_neighbor(%d, %d, %d) = %d, but MPI_Cart_shift says %d", off[0],
-                    off[1], off[2], oc, mpi == MPI_PROC_NULL ? -1 : mpi);
+                          off[1], off[2], oc, mpi == MPI_PROC_NULL ? -1 : mpi);
         }
 }
 
@@ -813,7 +815,7 @@ static result_t measure(bench_t *b, impl_t *im, int nf)
     warm = bench_fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     t = warm > 0 ? phase(b, im, nf, "warm-up", warm, 0, NULL) : probe;
     r.iters = bench_fit_budget(b->o.common.budget_s, bench_max_over_ranks(t), BENCH_MIN_TIMED_ITERS,
-                         b->o.common.iters);
+                               b->o.common.iters);
 
     m[M_COMM] = phase(b, im, nf, "pure", r.iters, 0, NULL);
     /* Each rank computes for its own T_comm, as OSU does. */

@@ -320,8 +320,8 @@ static void mismatch(const bench_t *b, int src, size_t block, size_t off)
     unsigned char got = b->rbuf[(size_t)src * block + off];
     unsigned char want = b->expect[(size_t)src * block + off];
     bench_die("DATA MISMATCH in the block from peer %d: byte %zu of %zu (%s): expected 0x%02x, got "
-        "0x%02x%s", src, off, block, is_stamp(block, off) ? "iteration stamp" : "background",
-        want, got, got == POISON ? " (the poison: never written)" : "");
+              "0x%02x%s", src, off, block, is_stamp(block, off) ? "iteration stamp" : "background",
+              want, got, got == POISON ? " (the poison: never written)" : "");
 }
 
 static void check_recv(const bench_t *b, size_t block)
@@ -402,7 +402,7 @@ static long warm_up(bench_t *b, impl_t *im, size_t block)
     long warm = bench_fit_budget(b->o.common.budget_s / 4, probe, 1, b->o.common.warmup);
     double t = warm > 0 ? phase(b, im, block, &WARM_UP, warm, NULL) : probe;
     return bench_fit_budget(b->o.common.budget_s, bench_max_over_ranks(t), BENCH_MIN_TIMED_ITERS,
-                      b->o.common.iters);
+                            b->o.common.iters);
 }
 
 static result_t measure(bench_t *b, impl_t *im, size_t block)

@@ -64,8 +64,8 @@ static int parse_list(const char *opt, const char *s, int *out, int *count, int 
     for (tok = strtok_r(copy, ",", &save); tok != NULL && rc == 0; tok = strtok_r(NULL, ",", &save)) {
         long v = strtol(tok, &end, 10);
         if (*end != '\0' || v < min || v > 1 << 20 || *count == MAX_LIST)
-            rc = bench_opt_error("%s: '%s' is not a list of at most %d integers >= %d", opt, s, MAX_LIST,
-                           min);
+            rc = bench_opt_error("%s: '%s' is not a list of at most %d integers >= %d", opt, s,
+                                 MAX_LIST, min);
         else
             out[(*count)++] = (int)v;
     }
@@ -329,8 +329,8 @@ int main(int argc, char **argv)
     if (rc == 0 && o.iters < 1)
         rc = bench_opt_error("--iters must be at least 1");
     if (rc == 0 && o.dims[0] != 0 && (long)o.dims[0] * o.dims[1] != nproc)
-        rc = bench_opt_error("--dims %dx%d: the product must equal the number of ranks, %d", o.dims[0],
-                       o.dims[1], nproc);
+        rc = bench_opt_error("--dims %dx%d: the product must equal the number of ranks, %d",
+                             o.dims[0], o.dims[1], nproc);
     if (rc != 0)
         return bench_quit(rc);
     if (o.dims[0] == 0) {
