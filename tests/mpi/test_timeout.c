@@ -16,9 +16,12 @@
  * still in flight, then the target frees it while the put's data still
  * arrives. Both windows are kept until oc_finalize (under ASan, an early
  * release is a use after free), and both finalize.
+ * A set-up that a rank comes to only after the others timed out fails on
+ * every rank, and the team then works: the next set-up, a put, an all-to-all.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_check.h"
 #include "offcoll_mpi.h"
@@ -240,6 +243,60 @@ static void late_put_case(void)
     free(src);
 }
 
+/* A member that comes to a set-up only after the others' OC_TIMEOUT_S: the
+ * set-up fails on every member (by the timeout, or naming a member whose part
+ * failed) and makes nothing, and the team goes on: the next set-up, a
+ * notified put in its window and an all-to-all succeed everywhere, and
+ * everything frees. (The team's internal gather restarts after its cancel
+ * here, which nothing else reaches.) */
+static void late_setup_case(void)
+{
+    const int late = nprocs - 1, to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
+    const struct timespec lag = {1, 500000000}; /* past OC_TIMEOUT_S=1 */
+    oc_config_t cfg;
+    oc_context_t *ctx = NULL;
+    oc_team_t *team = NULL;
+    oc_win_t *win = NULL;
+    oc_request_t *req = NULL;
+    unsigned char *base = NULL, mine = (unsigned char)(rank + 1);
+    unsigned char *s = malloc((size_t)nprocs), *r = calloc((size_t)nprocs, 1);
+    oc_status_t st;
+    int i;
+
+    for (i = 0; i < nprocs; i++)
+        s[i] = (unsigned char)(16 * rank + i);
+    CHECK_OC(oc_config_init(&cfg));
+    CHECK_OC(oc_init(&cfg, &ctx));
+    CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    if (rank == late)
+        nanosleep(&lag, NULL);
+    st = oc_win_create(team, 64, 1, (void **)&base, &win);
+    CHECK((st == OC_ERR_TIMEOUT || st == OC_ERR_MISMATCH) && win == NULL,
+          "[late set-up] oc_win_create: %s (%s), window %s", oc_status_string(st),
+          oc_last_error(), win != NULL ? "made" : "not made");
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_OC(oc_win_create(team, 64, 1, (void **)&base, &win));
+    if (win != NULL) {
+        CHECK_OC(oc_put_notify(win, to, 0, &mine, 1, 0));
+        CHECK_OC(oc_notify_wait(win, 0, 1));
+        CHECK(base[0] == from + 1, "[late set-up] the put from rank %d landed as %d", from,
+              base[0]);
+        CHECK_OC(oc_win_free(win));
+    }
+    CHECK_OC(oc_ialltoall(team, s, r, 1, &req));
+    if (req != NULL) {
+        CHECK_OC(oc_wait(req));
+        for (i = 0; i < nprocs; i++)
+            CHECK(r[i] == 16 * i + rank, "[late set-up] all-to-all: byte from rank %d is %d", i,
+                  r[i]);
+        CHECK_OC(oc_request_free(req));
+    }
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(s);
+    free(r);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -267,6 +324,7 @@ int main(int argc, char **argv)
         halo_skip_case(OC_PROGRESS_THREAD);
         halo_skip_case(OC_PROGRESS_INLINE);
         late_put_case();
+        late_setup_case();
     }
     return check_finish("test_timeout");
 }
