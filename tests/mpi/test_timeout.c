@@ -21,7 +21,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mpi_check.h"
 #include "offcoll_mpi.h"
@@ -243,16 +242,15 @@ static void late_put_case(void)
     free(src);
 }
 
-/* A member that comes to a set-up only after the others' OC_TIMEOUT_S: the
- * set-up fails on every member (by the timeout, or naming a member whose part
- * failed) and makes nothing, and the team goes on: the next set-up, a
+/* A member that comes to a set-up only after the others gave up (their
+ * OC_TIMEOUT_S): the set-up fails on every member (by the timeout, or naming
+ * a member whose part failed) and makes nothing, and the team goes on: the next set-up, a
  * notified put in its window and an all-to-all succeed everywhere, and
  * everything frees. (The team's internal gather restarts after its cancel
  * here, which nothing else reaches.) */
 static void late_setup_case(void)
 {
     const int late = nprocs - 1, to = (rank + 1) % nprocs, from = (rank + nprocs - 1) % nprocs;
-    const struct timespec lag = {1, 500000000}; /* past OC_TIMEOUT_S=1 */
     oc_config_t cfg;
     oc_context_t *ctx = NULL;
     oc_team_t *team = NULL;
@@ -268,9 +266,13 @@ static void late_setup_case(void)
     CHECK_OC(oc_config_init(&cfg));
     CHECK_OC(oc_init(&cfg, &ctx));
     CHECK_OC(oc_team_create_mpi(ctx, MPI_COMM_WORLD, &team));
+    /* The late rank comes once the others have given up, however loaded
+     * the host: its own set-up then times out too. */
     if (rank == late)
-        nanosleep(&lag, NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
     st = oc_win_create(team, 64, 1, (void **)&base, &win);
+    if (rank != late)
+        MPI_Barrier(MPI_COMM_WORLD);
     CHECK((st == OC_ERR_TIMEOUT || st == OC_ERR_MISMATCH) && win == NULL,
           "[late set-up] oc_win_create: %s (%s), window %s", oc_status_string(st),
           oc_last_error(), win != NULL ? "made" : "not made");

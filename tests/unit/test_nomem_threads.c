@@ -573,6 +573,14 @@ static void await_early(ut_rank_t *me, oc_context_t *ctx, long before)
           atomic_load(&seen) - before, EARLY - EARLY_POOLED);
 }
 
+static void start_early(ut_rank_t *me, run_t *run, oc_request_t **req)
+{
+    int rank = me->member.rank, k;
+    for (k = 0; k < EARLY; k++)
+        CHECK_OC(oc_ialltoall(run->team, early_s[rank][k], early_r[rank][k], EARLY_BLOCK,
+                              &req[k]));
+}
+
 /* Operation k on this rank: its status and detail, and its data when it succeeded. */
 static void early_done(ut_rank_t *me, int k, oc_status_t st)
 {
@@ -625,11 +633,14 @@ static void *rank_early(void *arg)
         if (rank == 1)
             atomic_store(&memory_gone, 1);
         ut_barrier(me);
-        if (rank == 1)
+        if (rank == 0)
+            start_early(me, run, req);
+        else
             await_early(me, run->ctx, before);
-        for (k = 0; k < EARLY; k++)
-            CHECK_OC(oc_ialltoall(run->team, early_s[rank][k], early_r[rank][k], EARLY_BLOCK,
-                                  &req[k]));
+        /* Rank 0's waits, and their timeout, begin once rank 1 starts. */
+        ut_barrier(me);
+        if (rank == 1)
+            start_early(me, run, req);
         for (k = 0; k < EARLY; k++)
             early_done(me, k, req[k] != NULL ? oc_wait(req[k]) : OC_ERR_INTERNAL);
         if (rank == 1)
