@@ -199,8 +199,8 @@ static oc_status_t check_params(const oc_team_params_t *p)
     return OC_OK;
 }
 
-/* A vote of a team up to this size needs no memory from the heap: where
- * none is left, its gather lands on the stack (4 KB). */
+/* A vote of a team up to this size gathers onto the stack (4 KB), so it
+ * needs no memory from the heap. */
 #define VOTE_ON_STACK 1024
 
 /* One exchange of every member's status (st: this one's), so that a failure
@@ -211,13 +211,13 @@ static oc_status_t check_params(const oc_team_params_t *p)
 static oc_status_t vote(int size, oc_status_t (*gather)(void *arg, int32_t ok, int32_t *oks),
                         void *arg, oc_status_t st, const char *what, int32_t *buf)
 {
-    int32_t ok = st == OC_OK, *oks = buf != NULL ? buf : malloc((size_t)size * sizeof(*oks));
-    int32_t stack[VOTE_ON_STACK];
+    int32_t stack[VOTE_ON_STACK], ok = st == OC_OK, *oks;
     oc_error_saved_t detail; /* this member's reason, across a gather that fails */
     oc_status_t gst;
     int r, nfailed = 0;
-    if (oks == NULL && size <= VOTE_ON_STACK)
-        oks = buf = stack; /* not freed below */
+    if (buf == NULL && size <= VOTE_ON_STACK)
+        buf = stack; /* not freed below */
+    oks = buf != NULL ? buf : malloc((size_t)size * sizeof(*oks));
     if (oks == NULL) /* out of band: the peers are left in their gather */
         return st != OC_OK ? st : oc_error(OC_ERR_NO_MEMORY, "vote of %d members", size);
     oc_error_save(&detail);
