@@ -127,7 +127,6 @@ typedef struct vb_unexp {
     struct vb_unexp *next;
     oc_nic_ep_t *ep;             /* the QP it came through, where an RTR goes back */
     vb_rbuf_t *held;             /* the receive buffer it is still in; NULL: copied */
-    const char *payload;         /* EAGER's data */
     vb_hdr_t hdr;
 } vb_unexp_t;
 

@@ -220,6 +220,13 @@ static int same_key(const vb_hdr_t *h, const vb_recv_t *r)
     return h->team_id == r->team_id && h->seq == r->seq && h->src == r->src;
 }
 
+/* x's EAGER data: after the node, or after the header in the receive buffer
+ * it is held in. */
+static const char *unexp_payload(const vb_unexp_t *x)
+{
+    return x->held != NULL ? x->held->data + sizeof(x->hdr) : (const char *)(x + 1);
+}
+
 /* x has met its task: its node goes back to the pool, or the receive
  * buffer it was held in is posted again. */
 static void unexp_done(vb_nic_t *nic, vb_unexp_t *x)
@@ -254,7 +261,7 @@ oc_status_t vb_proto_recv(vb_nic_t *nic, oc_nic_slot_t *slot)
             *u = x->next;
             if (*u == NULL)
                 p->unexp_tail = u;
-            meet(nic, r, &x->hdr, x->payload, x->ep);
+            meet(nic, r, &x->hdr, unexp_payload(x), x->ep);
             unexp_done(nic, x);
             return OC_OK;
         }
@@ -288,7 +295,6 @@ static int arrived_message(vb_nic_t *nic, const vb_hdr_t *h, vb_rbuf_t *rb)
         }
     if ((x = oc_pool_get(&p->unexps)) != NULL) {
         x->held = NULL;
-        x->payload = (const char *)(x + 1);
         if (plen > 0)
             memcpy(x + 1, payload, plen);
     } else {
@@ -298,7 +304,6 @@ static int arrived_message(vb_nic_t *nic, const vb_hdr_t *h, vb_rbuf_t *rb)
         p->held_told = 1;
         x = &rb->held;
         x->held = rb;
-        x->payload = payload;
     }
     x->next = NULL;
     x->ep = rb->ep;
