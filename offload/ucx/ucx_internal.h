@@ -50,7 +50,6 @@ typedef struct nic_ucx {
     struct oc_nic_ep *failing; /* failed since the last progress: receives to end */
 } nic_ucx_t;
 
-
 /* OC_ERR_BACKEND, "ucx: <what> failed: <UCX's reason>". */
 oc_status_t ucx_error(const char *what, ucs_status_t st);
 

@@ -71,7 +71,7 @@ oc_status_t ucx_mem_pack(oc_nic_t *base, oc_nic_mem_t *mem, void **key, size_t *
 }
 
 oc_status_t ucx_rkey_unpack(oc_nic_t *base, oc_nic_ep_t *ep, const void *key, size_t len,
-                                   oc_nic_rkey_t **out)
+                            oc_nic_rkey_t **out)
 {
     nic_ucx_t *nic = (nic_ucx_t *)base;
     oc_nic_rkey_t *rkey = calloc(1, sizeof(*rkey));

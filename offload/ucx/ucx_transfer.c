@@ -437,8 +437,8 @@ unsigned ucx_end_failed(nic_ucx_t *nic)
 
 /* ---- control messages ------------------------------------------------------- */
 
-ucs_status_t ucx_am_recv_cb(void *arg, const void *header, size_t header_length,
-                               void *data, size_t length, const ucp_am_recv_param_t *param)
+ucs_status_t ucx_am_recv_cb(void *arg, const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param)
 {
     nic_ucx_t *nic = arg;
     (void)header;
