@@ -178,7 +178,7 @@ int bench_parse_count(const char *opt, const char *s, long *out)
     return 0;
 }
 
-int bench_parse_seconds(const char *opt, const char *s, double *out)
+static int parse_seconds(const char *opt, const char *s, double *out)
 {
     char *end;
     *out = strtod(s, &end);
@@ -194,7 +194,7 @@ int bench_parse_common_opt(bench_opts_t *c, const char *a, const char *v)
     if (strcmp(a, "--warmup") == 0)
         return bench_parse_count(a, v, &c->warmup);
     if (strcmp(a, "--budget") == 0)
-        return bench_parse_seconds(a, v, &c->budget_s);
+        return parse_seconds(a, v, &c->budget_s);
     if (strcmp(a, "--csv") == 0)
         c->csv = v;
     else if (strcmp(a, "--png") == 0)
@@ -400,7 +400,7 @@ void bench_set_field(bench_field_t f, int applies, int decimals, double v)
         f[0] = '\0';
 }
 
-void bench_table_line(const bench_column_t *cols, int n, bench_field_t *f)
+static void table_line(const bench_column_t *cols, int n, bench_field_t *f)
 {
     int c;
     for (c = 0; c < n; c++)
@@ -409,7 +409,7 @@ void bench_table_line(const bench_column_t *cols, int n, bench_field_t *f)
     printf("\n");
 }
 
-void bench_csv_line(FILE *out, int n, bench_field_t *f)
+static void csv_line(FILE *out, int n, bench_field_t *f)
 {
     int c;
     for (c = 0; c < n; c++)
@@ -420,18 +420,30 @@ void bench_csv_line(FILE *out, int n, bench_field_t *f)
 void bench_report_line(const bench_column_t *cols, int n, bench_field_t *table,
                        bench_field_t *csv_f, FILE *csv)
 {
-    bench_table_line(cols, n, table);
+    table_line(cols, n, table);
     if (csv != NULL) {
-        bench_csv_line(csv, n, csv_f);
+        csv_line(csv, n, csv_f);
         fflush(csv);
     }
 }
 
-void bench_header_fields(const bench_column_t *cols, int n, int table, bench_field_t *f)
+/* The column names of the table (table: 1) or of the CSV, in f[64]; how
+ * many (n, at most 64). */
+static int header_fields(const bench_column_t *cols, int n, int table, bench_field_t *f)
 {
     int c;
+    if (n > 64)
+        n = 64;
     for (c = 0; c < n; c++)
         snprintf(f[c], sizeof(bench_field_t), "%s", table ? cols[c].table : cols[c].csv);
+    return n;
+}
+
+void bench_table_header(const bench_column_t *cols, int n)
+{
+    bench_field_t f[64];
+    n = header_fields(cols, n, 1, f);
+    table_line(cols, n, f);
 }
 
 /* A CSV with a comment line (program, ranks, date, host, backend, and extra)
@@ -454,8 +466,8 @@ static FILE *csv_open(const char *path, const bench_column_t *cols, int n, int n
         strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(out, "# %s ranks=%d date=%s host=%s backend=\"%s\" %s\n", bench_prog, nranks, date,
             host, backend, extra);
-    bench_header_fields(cols, n < 64 ? n : 64, 0, f);
-    bench_csv_line(out, n < 64 ? n : 64, f);
+    n = header_fields(cols, n, 0, f);
+    csv_line(out, n, f);
     return out;
 }
 

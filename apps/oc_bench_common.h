@@ -88,9 +88,8 @@ int bench_parse_args(int argc, char **argv, void *opts, const bench_flag_t *flag
 /* "64", "4K", "1M", "2MiB": 1024-based. 0 when malformed. */
 size_t bench_parse_size(const char *s);
 
-/* A count >= 0 or seconds >= 0 for option opt; else bench_opt_error's 2. */
+/* A count >= 0 for option opt; else bench_opt_error's 2. */
 int bench_parse_count(const char *opt, const char *s, long *out);
-int bench_parse_seconds(const char *opt, const char *s, double *out);
 
 /* The options every overlap benchmark takes (its opts_t holds them as .common). */
 typedef struct {
@@ -179,11 +178,9 @@ typedef char bench_field_t[32];
 
 /* v with that many decimals, or empty when it does not apply. */
 void bench_set_field(bench_field_t f, int applies, int decimals, double v);
-void bench_table_line(const bench_column_t *cols, int n, bench_field_t *f);
-void bench_csv_line(FILE *out, int n, bench_field_t *f);
 
-/* The header line of the table (table names) or of the CSV (CSV names). */
-void bench_header_fields(const bench_column_t *cols, int n, int table, bench_field_t *f);
+/* The table's header line: the columns' table names (the first 64). */
+void bench_table_header(const bench_column_t *cols, int n);
 
 /* The CSV and PNG of a run, from bench_open_results to bench_end. Zero it on
  * every rank; only rank 0 opens one. */

@@ -912,7 +912,6 @@ static void report_row(const bench_t *b, const impl_t *im, int cfg, const result
 
 static void print_header(const bench_t *b)
 {
-    bench_field_t f[C_COUNT];
     char per_field[24];
     int i;
     printf("# " PROG ": 3D halo exchange overlap, OSU procedure, %d ranks, grid %dx%dx%d%s\n",
@@ -943,8 +942,7 @@ static void print_header(const bench_t *b)
            "# ghost cells checked: %s\n",
            b->o.common.check ? "after the first exchange and two after the timed ones, "
                                "fresh values each" : "no (--no-check)");
-    bench_header_fields(columns, C_COUNT, 1, f);
-    bench_table_line(columns, C_COUNT, f);
+    bench_table_header(columns, C_COUNT);
     fflush(stdout);
 }
 

@@ -502,7 +502,6 @@ static void row_fields(const bench_t *b, const impl_t *im, size_t block, const r
  * overlap, and says so. */
 static void print_header(const bench_t *b, const char *backend)
 {
-    bench_field_t f[C_COUNT];
     int i;
     printf("# " PROG ": Alltoall overlap, OSU non-blocking-collective procedure, %d ranks\n",
            b->nranks);
@@ -518,8 +517,7 @@ static void print_header(const bench_t *b, const char *backend)
            "compute)/pure)\n# bound = 100*(1 - memcpy of the received bytes/pure); per-iteration "
            "progress figures are of the overlapped phase\n# setup = the persistent request's "
            "oc_alltoall_init, once per size, the slowest rank's\n");
-    bench_header_fields(columns, C_COUNT, 1, f);
-    bench_table_line(columns, C_COUNT, f);
+    bench_table_header(columns, C_COUNT);
     fflush(stdout);
 }
 

@@ -319,7 +319,6 @@ int main(int argc, char **argv)
                 .use = {1, 1, 1, 1}, .iters = 10, .warmup = 2};
     char extra[320], impls[256] = "", title[160];
     bench_out_t out = {0};
-    bench_field_t head[C_COUNT];
     int rank, nproc, rc, a, b, m, s, config = 0;
     double t0;
 
@@ -352,8 +351,7 @@ int main(int argc, char **argv)
                nproc, o.dims[0], o.dims[1], o.iters, o.warmup);
         snprintf(extra, sizeof(extra), "grid=%dx%d impls=\"%s\"", o.dims[0], o.dims[1], impls);
         bench_open_results(&out, o.csv, o.png, columns, C_COUNT, nproc, "ucx", extra);
-        bench_header_fields(columns, C_COUNT, 1, head);
-        bench_table_line(columns, C_COUNT, head);
+        bench_table_header(columns, C_COUNT);
     }
 
     for (a = 0; a < o.nn; a++)
