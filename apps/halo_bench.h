@@ -74,11 +74,6 @@ void halo_geometry(halo_bench_t *b);
 /* Copies box bx between field a and the packed buffer buf (pack: a to buf). */
 void halo_box_copy(const halo_bench_t *b, double *a, const halo_box_t *bx, double *buf, int pack);
 
-/* The stages of an exchange: 1, or 3 with corners (the x, y, z sweep); stage
- * st covers dimensions [*dlo, *dhi). */
-int halo_stages(const halo_bench_t *b);
-void halo_stage_dims(const halo_bench_t *b, int st, int *dlo, int *dhi);
-
 /* Fills field f's interior with values of fill b->seq, none seen before. */
 void halo_fill_field(halo_bench_t *b, int f);
 

@@ -78,18 +78,6 @@ void halo_geometry(halo_bench_t *b)
         }
 }
 
-/* The dimensions of stage st: the three at once, or one per stage with corners. */
-int halo_stages(const halo_bench_t *b)
-{
-    return b->o.corners ? 3 : 1;
-}
-
-void halo_stage_dims(const halo_bench_t *b, int st, int *dlo, int *dhi)
-{
-    *dlo = b->o.corners ? st : 0;
-    *dhi = b->o.corners ? st + 1 : 3;
-}
-
 /* ---- data and check ----------------------------------------------------------------
  * Interior cell (g0, g1, g2) of field f, in global coordinates, holds
  * base(seq, f) + its global linear index: exact in a double, different for

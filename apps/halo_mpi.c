@@ -20,6 +20,20 @@ static mpi_field_t mf[HALO_MAX_FIELDS];
 static MPI_Group stage_group[3]; /* mpi_rma: the distinct neighbours of each stage */
 static size_t landing_off[3][2]; /* mpi_rma: elements into the window, the same on every rank */
 
+/* The stages of an exchange: 1, or 3 with corners (the x, y, z sweep, where
+ * each stage sends the ghosts of the ones before); stage st covers dimensions
+ * [*dlo, *dhi). */
+static int stages(const halo_bench_t *b)
+{
+    return b->o.corners ? 3 : 1;
+}
+
+static void stage_dims(const halo_bench_t *b, int st, int *dlo, int *dhi)
+{
+    *dlo = b->o.corners ? st : 0;
+    *dhi = b->o.corners ? st + 1 : 3;
+}
+
 static int msg_tag(int f, int d, int recv_side)
 {
     return (f * 3 + d) * 2 + recv_side;
@@ -55,9 +69,9 @@ void halo_mpi_setup(halo_impl_t *im, halo_bench_t *b, int nf)
     if (rma) {
         MPI_Group all;
         MPI_Comm_group(b->cart, &all);
-        for (s = 0; s < halo_stages(b); s++) {
+        for (s = 0; s < stages(b); s++) {
             int dlo, dhi, ranks[6], k = 0, j, side;
-            halo_stage_dims(b, s, &dlo, &dhi);
+            stage_dims(b, s, &dlo, &dhi);
             for (d = dlo; d < dhi; d++)
                 for (side = 0; side < 2; side++) {
                     int r = b->nbr[d][side];
@@ -85,7 +99,7 @@ void halo_mpi_teardown(halo_impl_t *im, halo_bench_t *b, int nf)
     if (rma) {
         for (f = 0; f < nf; f++)
             MPI_Win_free(&mf[f].win);
-        for (s = 0; s < halo_stages(b); s++)
+        for (s = 0; s < stages(b); s++)
             MPI_Group_free(&stage_group[s]);
     }
     memset(mf, 0, sizeof(mf));
@@ -96,7 +110,7 @@ static void two_sided_stage_start(halo_bench_t *b, int f, int st)
 {
     mpi_field_t *m = &mf[f];
     int dlo, dhi, d, s;
-    halo_stage_dims(b, st, &dlo, &dhi);
+    stage_dims(b, st, &dlo, &dhi);
     for (d = dlo; d < dhi; d++)
         for (s = 0; s < 2; s++)
             if (b->nbr[d][s] != MPI_PROC_NULL)
@@ -116,7 +130,7 @@ static void rma_stage_start(halo_bench_t *b, int f, int st)
 {
     mpi_field_t *m = &mf[f];
     int dlo, dhi, d, s;
-    halo_stage_dims(b, st, &dlo, &dhi);
+    stage_dims(b, st, &dlo, &dhi);
     MPI_Win_post(stage_group[st], 0, m->win);
     for (d = dlo; d < dhi; d++)
         for (s = 0; s < 2; s++)
@@ -142,7 +156,7 @@ static void mpi_stage_finish(halo_bench_t *b, int f, int st, int rma)
         MPI_Waitall(m->nreq, m->req, MPI_STATUSES_IGNORE);
         m->nreq = 0;
     }
-    halo_stage_dims(b, st, &dlo, &dhi);
+    stage_dims(b, st, &dlo, &dhi);
     for (d = dlo; d < dhi; d++)
         for (s = 0; s < 2; s++)
             if (b->nbr[d][s] != MPI_PROC_NULL)
@@ -165,7 +179,7 @@ void halo_rma_start(halo_impl_t *im, halo_bench_t *b, int f)
 void halo_mpi_wait(halo_impl_t *im, halo_bench_t *b, int f)
 {
     int st, rma = im->start == halo_rma_start;
-    for (st = 0; st < halo_stages(b); st++) {
+    for (st = 0; st < stages(b); st++) {
         if (st > 0)
             (rma ? rma_stage_start : two_sided_stage_start)(b, f, st);
         mpi_stage_finish(b, f, st, rma);
