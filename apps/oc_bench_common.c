@@ -427,13 +427,16 @@ void bench_report_line(const bench_column_t *cols, int n, bench_field_t *table,
     }
 }
 
-/* The column names of the table (table: 1) or of the CSV, in f[64]; how
- * many (n, at most 64). */
+/* The most columns a header line shows. */
+#define MAX_COLUMNS 64
+
+/* The column names of the table (table: 1) or of the CSV, in f[MAX_COLUMNS];
+ * how many (n, at most MAX_COLUMNS). */
 static int header_fields(const bench_column_t *cols, int n, int table, bench_field_t *f)
 {
     int c;
-    if (n > 64)
-        n = 64;
+    if (n > MAX_COLUMNS)
+        n = MAX_COLUMNS;
     for (c = 0; c < n; c++)
         snprintf(f[c], sizeof(bench_field_t), "%s", table ? cols[c].table : cols[c].csv);
     return n;
@@ -441,7 +444,7 @@ static int header_fields(const bench_column_t *cols, int n, int table, bench_fie
 
 void bench_table_header(const bench_column_t *cols, int n)
 {
-    bench_field_t f[64];
+    bench_field_t f[MAX_COLUMNS];
     n = header_fields(cols, n, 1, f);
     table_line(cols, n, f);
 }
@@ -454,7 +457,7 @@ static FILE *csv_open(const char *path, const bench_column_t *cols, int n, int n
     char host[256] = "unknown", date[64] = "unknown";
     time_t now = time(NULL);
     struct tm tm;
-    bench_field_t f[64];
+    bench_field_t f[MAX_COLUMNS];
     FILE *out = fopen(path, "w");
 
     if (out == NULL) {
