@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Checks the relative links of the repository's Markdown files: each target
+file or folder exists, and each #anchor names a heading of its file as
+GitHub spells it. Links to the web and to ../shared (outside the repository)
+are not checked. Prints every broken link and exits 1 if there is one.
+
+Usage: check_doc_links.py REPO_ROOT"""
+import os
+import re
+import subprocess
+import sys
+
+# [text](target) or [text](target "title"); the text may hold one level of
+# brackets and span lines.
+LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def prose(path):
+    """The file's text with fenced code blocks and code spans blanked out,
+    so that offsets still give line numbers."""
+    out = []
+    fenced = False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if FENCE.match(line):
+                fenced = not fenced
+                out.append("\n")
+            else:
+                out.append("\n" if fenced else line)
+    return re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), "".join(out))
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, markup and punctuation
+    dropped (letters, digits, '-' and '_' stay), spaces made '-'."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # link -> its text
+    text = text.replace("`", "").replace("*", "").strip().lower()
+    text = "".join(c for c in text if c.isalnum() or c in " -_")
+    return text.replace(" ", "-")
+
+
+def anchors(path, cache={}):
+    """The anchors of a file's headings; a repeated heading gets -1, -2..."""
+    if path not in cache:
+        names = set()
+        fenced = False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if FENCE.match(line):
+                    fenced = not fenced
+                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+                if m:
+                    base = name = slug(m.group(1))
+                    count = 0
+                    while name in names:
+                        count += 1
+                        name = f"{base}-{count}"
+                    names.add(name)
+        cache[path] = names
+    return cache[path]
+
+
+def check(root, rel):
+    """Prints this file's broken links; returns (links checked, broken)."""
+    path = os.path.join(root, rel)
+    text = prose(path)
+    checked = broken = 0
+    for m in LINK.finditer(text):
+        target = m.group(1)
+        if re.match(r"^[a-z]+:", target):
+            continue  # http:, https:, mailto:
+        file_part, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+            if file_part else path
+        if not os.path.abspath(dest).startswith(os.path.abspath(root) + os.sep):
+            continue  # ../shared and the like: not this repository's
+        checked += 1
+        why = None
+        if not os.path.exists(dest):
+            why = "no such file"
+        elif anchor and (not dest.endswith(".md") or anchor not in anchors(dest)):
+            why = f"no heading #{anchor} in {os.path.relpath(dest, root)}"
+        if why:
+            broken += 1
+            line = text.count("\n", 0, m.start(1)) + 1
+            print(f"{rel}:{line}: ({target}): {why}")
+    return checked, broken
+
+
+def main(root):
+    files = subprocess.run(["git", "-C", root, "ls-files", "*.md"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    if not files:
+        print(f"check_doc_links: no Markdown files under {root}")
+        return 1
+    checked = broken = 0
+    for rel in files:
+        c, b = check(root, rel)
+        checked += c
+        broken += b
+    print(f"check_doc_links: {checked} links in {len(files)} files, {broken} broken")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))
