@@ -275,7 +275,8 @@ typedef struct {
     vb_unexp_t *unexp, **unexp_tail;      /* arrivals before their RECV task */
     vb_rndv_send_t *rts;                  /* SEND tasks waiting for RTR */
     oc_nic_amq_t am;                      /* control messages to deliver */
-    oc_pool_t recvs, unexps, sends;       /* the records above */
+    oc_pool_t recvs, sends;               /* the records above */
+    oc_pool_t early_hdrs, early_data;     /* early messages without, with a payload */
     uint32_t next_cookie;
     int held_told;                        /* the warning that messages are held was given */
 } vb_proto_t;

@@ -76,9 +76,18 @@ struct vb_rndv_send {
 };
 
 /* Records made with the instance: receives and rendezvous sends in flight,
- * early messages (with an eager payload each). Set-ups exchange a few small
- * messages per peer; a burst all-to-all posts a receive and a send per peer. */
+ * early messages. Set-ups exchange a few small messages per peer; a burst
+ * all-to-all posts a receive and a send per peer. An early EAGER keeps its
+ * payload in a node of VB_EAGER_MAX bytes more; an early RTS (or an empty
+ * EAGER) needs the record alone, so that a large all-to-all whose RTSs come
+ * early does not leave its pool at thousands of 2 KB nodes. */
 enum { VB_POOL_RECORDS = 64, VB_POOL_EARLY = 32 };
+
+/* The pool of an early message's node: by its payload. */
+static oc_pool_t *unexp_pool(vb_proto_t *p, const vb_hdr_t *h)
+{
+    return h->type == VB_MSG_EAGER && h->len > 0 ? &p->early_data : &p->early_hdrs;
+}
 
 oc_status_t vb_proto_init(vb_proto_t *p)
 {
@@ -87,7 +96,8 @@ oc_status_t vb_proto_init(vb_proto_t *p)
     p->unexp_tail = &p->unexp;
     if (oc_pool_init(&p->recvs, sizeof(vb_recv_t), VB_POOL_RECORDS) != 0 ||
         oc_pool_init(&p->sends, sizeof(vb_rndv_send_t), VB_POOL_RECORDS) != 0 ||
-        oc_pool_init(&p->unexps, sizeof(vb_unexp_t) + VB_EAGER_MAX, VB_POOL_EARLY) != 0)
+        oc_pool_init(&p->early_hdrs, sizeof(vb_unexp_t), VB_POOL_EARLY) != 0 ||
+        oc_pool_init(&p->early_data, sizeof(vb_unexp_t) + VB_EAGER_MAX, VB_POOL_EARLY) != 0)
         return oc_error(OC_ERR_NO_MEMORY, "verbs: transfer records");
     return oc_nic_amq_init(&p->am);
 }
@@ -232,7 +242,7 @@ static const char *unexp_payload(const vb_unexp_t *x)
 static void unexp_done(vb_nic_t *nic, vb_unexp_t *x)
 {
     if (x->held == NULL)
-        oc_pool_put(&nic->proto.unexps, x);
+        oc_pool_put(unexp_pool(&nic->proto, &x->hdr), x);
     else if (!x->ep->failed && vb_qp_repost(nic, x->held) != OC_OK)
         oc_warn("%s", oc_last_error());
 }
@@ -293,7 +303,7 @@ static int arrived_message(vb_nic_t *nic, const vb_hdr_t *h, vb_rbuf_t *rb)
             meet(nic, r, h, payload, rb->ep);
             return 0;
         }
-    if ((x = oc_pool_get(&p->unexps)) != NULL) {
+    if ((x = oc_pool_get(unexp_pool(p, h))) != NULL) {
         x->held = NULL;
         if (plen > 0)
             memcpy(x + 1, payload, plen);
@@ -575,7 +585,7 @@ void vb_proto_fini(vb_proto_t *p)
         vb_unexp_t *x = p->unexp;
         p->unexp = x->next;
         if (x->held == NULL) /* a held one goes with its QP */
-            oc_pool_put(&p->unexps, x);
+            oc_pool_put(unexp_pool(p, &x->hdr), x);
     }
     while (p->rts != NULL) {
         vb_rndv_send_t *rs = p->rts;
@@ -583,7 +593,8 @@ void vb_proto_fini(vb_proto_t *p)
         oc_pool_put(&p->sends, rs);
     }
     oc_pool_fini(&p->recvs);
-    oc_pool_fini(&p->unexps);
+    oc_pool_fini(&p->early_hdrs);
+    oc_pool_fini(&p->early_data);
     oc_pool_fini(&p->sends);
     oc_nic_amq_fini(&p->am);
 }
