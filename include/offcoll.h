@@ -134,7 +134,9 @@ typedef struct {
                                        long (us), then sleeps; 0 = never;
                                        OC_WAIT_HELP_AUTO (default, "auto"):
                                        OC_WAIT_HELP_AUTO_US where the progress thread shares
-                                       the process's only CPU with the application, else 0.
+                                       the process's only CPU with the application, or the
+                                       launcher's ranks on the host are more than half its
+                                       CPUs (README), else 0.
                                        The engine work a waiter does counts in no
                                        progress_cpu_s */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */

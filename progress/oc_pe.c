@@ -27,7 +27,7 @@ struct oc_pe {
     int stop;
     pthread_t thread;
     clockid_t cpu_clock;
-    char info[320];             /* where the engine runs (oc_pe_info) */
+    char info[512];             /* where the engine runs (oc_pe_info) */
     oc_pe_caller_t caller;      /* the creating thread's CPUs, when auto moved it */
     int have_thread;
     sem_t gate;                /* the thread starts once oc_pe_create has decided

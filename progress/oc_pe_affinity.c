@@ -53,15 +53,13 @@ int oc_pe_cpulist_parse(const char *s, int *cpus, int max)
     return n;
 }
 
-/* The launcher's rank on this node, for picking an entry of an explicit
- * list; 0 where no launcher says, or says something that is not a number
- * (atoi took "2147483648" for a negative index). */
-static unsigned long local_rank(void)
+/* The value of the first of n variables that a launcher set, and its name;
+ * 0 where none is set, or the first set is not a number (atoi took
+ * "2147483648" for a negative index). */
+static unsigned long launcher_number(const char *const *vars, size_t n, const char **name)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                       "SLURM_LOCALID", "PALS_LOCAL_RANKID"};
     size_t i;
-    for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    for (i = 0; i < n; i++) {
         const char *v = getenv(vars[i]);
         char *end;
         unsigned long r;
@@ -69,9 +67,41 @@ static unsigned long local_rank(void)
             continue;
         errno = 0;
         r = strtoul(v, &end, 10);
+        *name = vars[i];
         return errno == 0 && *end == '\0' ? r : 0;
     }
     return 0;
+}
+
+/* The launcher's rank on this node, for picking an entry of an explicit
+ * list (Open MPI, MPICH's Hydra, MVAPICH2, Slurm, PALS); 0 where none says. */
+static unsigned long local_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                       "PALS_LOCAL_RANKID"};
+    const char *name;
+    return launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
+}
+
+/* Whether this node's ranks (as Open MPI's, Hydra's or MVAPICH2's launcher
+ * counts them) are more than half its online CPUs: then some rank's
+ * progress thread has no CPU of its own, however the ranks are bound (4
+ * ranks on 2 CPUs, or 16 unbound on 16, as MPICH leaves them). Says so in
+ * info. */
+static int crowded(char *info, size_t size)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_SIZE"};
+    const char *name = NULL;
+    unsigned long ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t len = strlen(info);
+    if (ranks == 0 || cpus <= 0 || ranks <= (unsigned long)cpus / 2)
+        return 0;
+    snprintf(info + len, size - len, "; %lu ranks on this host's %ld CPUs (%s): not one "
+             "to spare for each progress thread", ranks, cpus, name);
+    return 1;
 }
 
 /* "0-3,6" of a CPU set, truncated to size. */
@@ -259,8 +289,9 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
     return OC_OK;
 }
 
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller, int *alone)
+/* oc_pe_bind but for a crowded host. */
+static oc_status_t bind_thread(pthread_t thread, const char *spec, char *info, size_t size,
+                               oc_pe_caller_t *caller, int *alone)
 {
     cpu_set_t own;
     char own_str[96];
@@ -285,4 +316,13 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
     cpu = cpus[local_rank() % (unsigned long)n];
     *alone = CPU_COUNT(&own) == 1 && CPU_ISSET(cpu, &own);
     return pinned(pin(thread, cpu), cpu, spec, own_str, info, size);
+}
+
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
+                       oc_pe_caller_t *caller, int *alone)
+{
+    oc_status_t st = bind_thread(thread, spec, info, size, caller, alone);
+    if (st == OC_OK && !*alone)
+        *alone = crowded(info, size);
+    return st;
 }

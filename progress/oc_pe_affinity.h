@@ -26,8 +26,9 @@ typedef struct oc_pe_caller {
  * CPU it gives the thread (caller says how); where it has one CPU left, the
  * thread joins the progress thread of a live context that took a CPU from
  * the calling thread, if any. caller must stay in place until
- * oc_pe_unbind_caller. *alone: 1 where the thread shares the process's only
- * CPU with the application (no CPU of its own), else 0. */
+ * oc_pe_unbind_caller. *alone: 1 where the thread has no CPU of its own: it
+ * shares the process's only CPU with the application, or the launcher's
+ * ranks on this host are more than half its CPUs; else 0. */
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
                        oc_pe_caller_t *caller, int *alone);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "oc_pe.h"
@@ -303,6 +304,59 @@ static void help_auto(void **state)
     assert_int_equal(oc_finalize(ctx), OC_OK);
 }
 
+/* Whether a context made with spec and launcher variable var set to value
+ * has waiters help; where it does, its info must say why. */
+static int helps_with(const char *spec, const char *var, long value)
+{
+    char v[32], why[96];
+    oc_context_t *ctx;
+    int h;
+    snprintf(v, sizeof(v), "%ld", value);
+    setenv(var, v, 1);
+    ctx = open_thread_ctx(spec);
+    h = helps(ctx);
+    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (%s)", value,
+             sysconf(_SC_NPROCESSORS_ONLN), var);
+    if (h && strstr(oc_context_progress_info(ctx), why) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", oc_context_progress_info(ctx), why);
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    unsetenv(var);
+    return h;
+}
+
+/* OC_WAIT_HELP_US=auto also where the launcher puts more ranks on the host
+ * than half its CPUs, whatever this process's CPUs: some progress thread
+ * then has no CPU of its own (4 ranks on 2 CPUs). Up to half, the CPUs
+ * decide as above. */
+static void help_crowded(void **state)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "MV2_COMM_WORLD_LOCAL_SIZE"};
+    static const char *const specs[] = {"", "auto"};
+    const long half = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    oc_context_t *ctx;
+    size_t i, v;
+    (void)state;
+    if (!two_cpus())
+        return;
+    for (i = 0; i < 2; i++)
+        for (v = 0; v < 3; v++) {
+            if (!helps_with(specs[i], vars[v], half + 1))
+                fail_msg("%s=%ld, %ld CPUs online: waiters do not help", vars[v], half + 1,
+                         2 * half);
+            if (helps_with(specs[i], vars[v], half))
+                fail_msg("%s=%ld, %d of %ld CPUs: waiters help", vars[v], half,
+                         CPU_COUNT(&own), 2 * half);
+        }
+    /* not a number, or 0: as if no launcher said */
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "many", 1);
+    ctx = open_thread_ctx("");
+    assert_false(helps(ctx));
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    assert_false(helps_with("", "MPI_LOCALNRANKS", 0));
+}
+
 static void refused(void **state)
 {
     oc_config_t c;
@@ -335,7 +389,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
         cmocka_unit_test(caller_nested), cmocka_unit_test(shared_cpu), cmocka_unit_test(listed),
-        cmocka_unit_test(help_auto), cmocka_unit_test(refused),
+        cmocka_unit_test(help_auto), cmocka_unit_test(help_crowded), cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
