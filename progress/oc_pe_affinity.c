@@ -289,7 +289,7 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
     return OC_OK;
 }
 
-/* oc_pe_bind but for a crowded host. */
+/* oc_pe_bind, before it looks at the host as a whole (crowded). */
 static oc_status_t bind_thread(pthread_t thread, const char *spec, char *info, size_t size,
                                oc_pe_caller_t *caller, int *alone)
 {
