@@ -5,6 +5,7 @@ GitHub spells it. Links to the web and to ../shared (outside the repository)
 are not checked. Prints every broken link and exits 1 if there is one.
 
 Usage: check_doc_links.py REPO_ROOT"""
+import functools
 import os
 import re
 import subprocess
@@ -16,19 +17,22 @@ LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)"
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
-def prose(path):
-    """The file's text with fenced code blocks and code spans blanked out,
-    so that offsets still give line numbers."""
-    out = []
+def outside_fences(path):
+    """The file's lines, those inside fenced code blocks (and the fences)
+    blanked to a newline, so that line numbers hold."""
     fenced = False
     with open(path, encoding="utf-8") as f:
         for line in f:
             if FENCE.match(line):
                 fenced = not fenced
-                out.append("\n")
+                yield "\n"
             else:
-                out.append("\n" if fenced else line)
-    return re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), "".join(out))
+                yield "\n" if fenced else line
+
+
+def prose(path):
+    """The file's text outside code blocks, code spans blanked out too."""
+    return re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), "".join(outside_fences(path)))
 
 
 def slug(heading):
@@ -40,25 +44,20 @@ def slug(heading):
     return text.replace(" ", "-")
 
 
-def anchors(path, cache={}):
+@functools.lru_cache(maxsize=None)
+def anchors(path):
     """The anchors of a file's headings; a repeated heading gets -1, -2..."""
-    if path not in cache:
-        names = set()
-        fenced = False
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if FENCE.match(line):
-                    fenced = not fenced
-                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-                if m:
-                    base = name = slug(m.group(1))
-                    count = 0
-                    while name in names:
-                        count += 1
-                        name = f"{base}-{count}"
-                    names.add(name)
-        cache[path] = names
-    return cache[path]
+    names = set()
+    for line in outside_fences(path):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            base = name = slug(m.group(1))
+            count = 0
+            while name in names:
+                count += 1
+                name = f"{base}-{count}"
+            names.add(name)
+    return names
 
 
 def check(root, rel):
