@@ -84,23 +84,76 @@ static unsigned long local_rank(void)
     return launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
 }
 
-/* Whether this node's ranks (as Open MPI's, Hydra's or MVAPICH2's launcher
- * counts them) are more than half its online CPUs: then some rank's
- * progress thread has no CPU of its own, however the ranks are bound (4
- * ranks on 2 CPUs, or 16 unbound on 16, as MPICH leaves them). Says so in
- * info. */
+/* Slurm's count of this step's tasks on this node: SLURM_STEP_TASKS_PER_NODE
+ * lists them node by node ("2(x3),1": 2 on each of the first three nodes,
+ * then 1), SLURM_NODEID says which node this is; 0 where either is missing
+ * or malformed. */
+static unsigned long slurm_tasks_here(void)
+{
+    const char *s = getenv("SLURM_STEP_TASKS_PER_NODE");
+    const char *id = getenv("SLURM_NODEID");
+    unsigned long node, tasks, times;
+    char *end;
+
+    if (s == NULL || id == NULL || !isdigit((unsigned char)*id))
+        return 0;
+    errno = 0;
+    node = strtoul(id, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    for (;;) {
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        tasks = strtoul(s, &end, 10);
+        times = 1;
+        if (strncmp(end, "(x", 2) == 0) {
+            if (!isdigit((unsigned char)end[2]))
+                return 0;
+            times = strtoul(end + 2, &end, 10);
+            if (*end++ != ')')
+                return 0;
+        }
+        if (errno != 0 || (*end == ',' ? !isdigit((unsigned char)end[1]) : *end != '\0'))
+            return 0;
+        if (node < times)
+            return tasks;
+        if (*end == '\0')
+            return 0;
+        node -= times;
+        s = end + 1;
+    }
+}
+
+/* Whether this node's ranks (as the launcher counts them) are more than
+ * half the CPUs the host gives the job: then some rank's progress thread
+ * has no CPU of its own, however the ranks are bound (4 ranks on 2 CPUs, or
+ * 16 unbound on 16, as MPICH leaves them). The launchers' own counts come
+ * before Slurm's, which a job started by mpirun inside an allocation also
+ * inherits (one task a node: mpirun's daemons). Slurm's count of the CPUs
+ * it allocated on this node limits the online ones: a job on part of a node
+ * may use only those. Says so in info. */
 static int crowded(char *info, size_t size)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE"};
-    const char *name = NULL;
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
+    static const char *const slurm_cpus[] = {"SLURM_CPUS_ON_NODE"};
+    const char *name = NULL, *cpus_name = NULL;
     unsigned long ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
+    unsigned long allocated = launcher_number(slurm_cpus, 1, &cpus_name);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t len = strlen(info);
+
+    if (ranks == 0 && (ranks = slurm_tasks_here()) != 0)
+        name = "SLURM_STEP_TASKS_PER_NODE";
+    if (allocated == 0 || (cpus > 0 && allocated >= (unsigned long)cpus))
+        cpus_name = NULL;
+    else
+        cpus = (long)allocated;
     if (ranks == 0 || cpus <= 0 || ranks <= (unsigned long)cpus / 2)
         return 0;
-    snprintf(info + len, size - len, "; %lu ranks on this host's %ld CPUs (%s): not one "
-             "to spare for each progress thread", ranks, cpus, name);
+    snprintf(info + len, size - len, "; %lu ranks on this host's %ld CPUs (%s%s%s): not one "
+             "to spare for each progress thread", ranks, cpus, name,
+             cpus_name != NULL ? ", " : "", cpus_name != NULL ? cpus_name : "");
     return 1;
 }
 

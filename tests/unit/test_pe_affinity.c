@@ -304,22 +304,28 @@ static void help_auto(void **state)
     assert_int_equal(oc_finalize(ctx), OC_OK);
 }
 
-/* Whether a context made with spec and launcher variable var set to value
- * has waiters help; where it does, its info must say why. */
-static int helps_with(const char *spec, const char *var, long value)
+/* Whether a context made with spec has waiters help; where it does, its
+ * info must say why. */
+static int helps_saying(const char *spec, const char *why)
 {
-    char v[32], why[96];
-    oc_context_t *ctx;
-    int h;
-    snprintf(v, sizeof(v), "%ld", value);
-    setenv(var, v, 1);
-    ctx = open_thread_ctx(spec);
-    h = helps(ctx);
-    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (%s)", value,
-             sysconf(_SC_NPROCESSORS_ONLN), var);
+    oc_context_t *ctx = open_thread_ctx(spec);
+    int h = helps(ctx);
     if (h && strstr(oc_context_progress_info(ctx), why) == NULL)
         fail_msg("\"%s\" does not say \"%s\"", oc_context_progress_info(ctx), why);
     assert_int_equal(oc_finalize(ctx), OC_OK);
+    return h;
+}
+
+/* The same with launcher variable var set to value. */
+static int helps_with(const char *spec, const char *var, long value)
+{
+    char v[32], why[96];
+    int h;
+    snprintf(v, sizeof(v), "%ld", value);
+    setenv(var, v, 1);
+    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (%s)", value,
+             sysconf(_SC_NPROCESSORS_ONLN), var);
+    h = helps_saying(spec, why);
     unsetenv(var);
     return h;
 }
@@ -331,16 +337,15 @@ static int helps_with(const char *spec, const char *var, long value)
 static void help_crowded(void **state)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE"};
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
     static const char *const specs[] = {"", "auto"};
     const long online = sysconf(_SC_NPROCESSORS_ONLN), half = online / 2;
-    oc_context_t *ctx;
     size_t i, v;
     (void)state;
     if (!two_cpus())
         return;
     for (i = 0; i < 2; i++)
-        for (v = 0; v < 3; v++) {
+        for (v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
             if (!helps_with(specs[i], vars[v], half + 1))
                 fail_msg("%s=%ld, %ld CPUs online: waiters do not help", vars[v], half + 1,
                          online);
@@ -350,11 +355,72 @@ static void help_crowded(void **state)
         }
     /* not a number, or 0: as if no launcher said */
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "many", 1);
-    ctx = open_thread_ctx("");
-    assert_false(helps(ctx));
-    assert_int_equal(oc_finalize(ctx), OC_OK);
+    assert_false(helps_saying("", ""));
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     assert_false(helps_with("", "MPI_LOCALNRANKS", 0));
+}
+
+/* Whether waiters help under srun with this step's SLURM_STEP_TASKS_PER_NODE
+ * list on node SLURM_NODEID; where they do, info must say it found want
+ * ranks in the list. */
+static int helps_slurm(const char *list, const char *node, long want)
+{
+    char why[96];
+    int h;
+    setenv("SLURM_STEP_TASKS_PER_NODE", list, 1);
+    setenv("SLURM_NODEID", node, 1);
+    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (SLURM_STEP_TASKS_PER_NODE)",
+             want, sysconf(_SC_NPROCESSORS_ONLN));
+    h = helps_saying("", why);
+    unsetenv("SLURM_STEP_TASKS_PER_NODE");
+    unsetenv("SLURM_NODEID");
+    return h;
+}
+
+/* Under srun the count of ranks on this node comes from Slurm's list of the
+ * step's tasks per node, after the MPI launchers' counts (which a job
+ * started by mpirun in an allocation has besides Slurm's); SLURM_CPUS_ON_NODE,
+ * where below the online CPUs, is the host's CPUs for the rule. */
+static void help_slurm(void **state)
+{
+    const long online = sysconf(_SC_NPROCESSORS_ONLN), half = online / 2;
+    static const char *const malformed[] = {"", "x", "9(x2", "9(x)", "9(2)", "9,", "9,,9",
+                                            "9 ", "-9"};
+    char list[96], why[96];
+    size_t i;
+    (void)state;
+    if (!two_cpus())
+        return;
+    /* node 2 is the first after a run of two; node 3 the one after it */
+    snprintf(list, sizeof(list), "1(x2),%ld,1", half + 1);
+    assert_true(helps_slurm(list, "2", half + 1));
+    assert_false(helps_slurm(list, "3", 1));
+    assert_false(helps_slurm(list, "4", 0)); /* beyond the list */
+    assert_false(helps_slurm(list, "node2", 0));
+    snprintf(list, sizeof(list), "%ld(x3)", half + 1);
+    assert_true(helps_slurm(list, "0", half + 1));
+    assert_true(helps_slurm(list, "2", half + 1));
+    snprintf(list, sizeof(list), "%ld", half);
+    assert_false(helps_slurm(list, "0", half));
+    for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
+        if (helps_slurm(malformed[i], "0", 9))
+            fail_msg("SLURM_STEP_TASKS_PER_NODE=\"%s\" taken for a count", malformed[i]);
+    /* mpirun's own count first */
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+    snprintf(list, sizeof(list), "%ld", half + 1);
+    assert_false(helps_slurm(list, "0", half + 1));
+    /* the CPUs Slurm gave this node, where fewer than the online ones */
+    setenv("SLURM_CPUS_ON_NODE", "1", 1);
+    snprintf(why, sizeof(why), "1 ranks on this host's 1 CPUs (OMPI_COMM_WORLD_LOCAL_SIZE, "
+             "SLURM_CPUS_ON_NODE)");
+    assert_true(helps_saying("", why));
+    snprintf(list, sizeof(list), "%ld", 4 * online);
+    setenv("SLURM_CPUS_ON_NODE", list, 1);
+    snprintf(list, sizeof(list), "%ld", half);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", list, 1);
+    assert_false(helps_saying("", ""));
+    unsetenv("SLURM_CPUS_ON_NODE");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
 static void refused(void **state)
@@ -389,15 +455,24 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
         cmocka_unit_test(caller_nested), cmocka_unit_test(shared_cpu), cmocka_unit_test(listed),
-        cmocka_unit_test(help_auto), cmocka_unit_test(help_crowded), cmocka_unit_test(refused),
+        cmocka_unit_test(help_auto), cmocka_unit_test(help_crowded), cmocka_unit_test(help_slurm),
+        cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
     unsetenv("OC_WAIT_HELP_US");
     unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     unsetenv("MPI_LOCALRANKID");
+    unsetenv("MV2_COMM_WORLD_LOCAL_RANK");
     unsetenv("SLURM_LOCALID");
     unsetenv("PALS_LOCAL_RANKID");
+    /* the host as a whole (crowded): no launcher's count unless a case sets it */
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("MPI_LOCALNRANKS");
+    unsetenv("MV2_COMM_WORLD_LOCAL_SIZE");
+    unsetenv("PALS_LOCAL_SIZE");
+    unsetenv("SLURM_STEP_TASKS_PER_NODE");
+    unsetenv("SLURM_CPUS_ON_NODE");
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
         return 1;
     for (lo = 0; !CPU_ISSET(lo, &own); lo++)
