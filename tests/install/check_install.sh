@@ -29,8 +29,10 @@ echo "install check: exports exactly the $(echo "$declared" | wc -l) calls of of
 # The header-only MPI helpers, where MPI is installed: built with mpicc and
 # the same flags, run on two ranks.
 if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+    # As the MPI tests do (meson.build's mpi_test_args): CI runs as root.
+    run() { LD_LIBRARY_PATH=$libdir mpirun --allow-run-as-root -x LD_LIBRARY_PATH "$@"; }
     mpicc -o "$tmp/hello_mpi" "$src/tests/install/hello_mpi.c" $flags
-    LD_LIBRARY_PATH=$libdir mpirun -x LD_LIBRARY_PATH -np 2 "$tmp/hello_mpi"
+    run -np 2 "$tmp/hello_mpi"
     echo "install check: mpicc hello_mpi.c $flags -> ok"
     # A P3DFFT code, with its own pkg-config file (meson builds the patches
     # where MPI and FFTW are found; ci/setup installs both).
@@ -40,7 +42,7 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     fi
     p3flags=$(PKG_CONFIG_PATH=$pc pkg-config --cflags --libs p3dfft)
     mpicc -o "$tmp/hello_p3dfft" "$src/tests/install/hello_p3dfft.c" $p3flags -lm
-    LD_LIBRARY_PATH=$libdir mpirun -x LD_LIBRARY_PATH -np 2 "$tmp/hello_p3dfft"
+    run -np 2 "$tmp/hello_p3dfft"
     echo "install check: mpicc hello_p3dfft.c $p3flags -lm -> ok"
     # The installed programs that draw find their installed plot scripts
     # (the build tree's copies are next to the binaries there, not here).
@@ -48,18 +50,18 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
         echo "install check: SKIP the installed programs' PNGs: no gnuplot"
         exit 0
     fi
-    run() { LD_LIBRARY_PATH=$libdir mpirun -x LD_LIBRARY_PATH "$@" >/dev/null; }
+    draw() { run "$@" >/dev/null; }
     bin=$tmp/prefix/bin
-    run -np 1 "$bin/awp_run" "$src/awp_odc_patch/scenarios/small_layered.txt" steps=2 \
+    draw -np 1 "$bin/awp_run" "$src/awp_odc_patch/scenarios/small_layered.txt" steps=2 \
         snapshots=2 output="$tmp/png/awp_run" progress=0
     mv "$tmp"/png/awp_run/*.png "$tmp/png/awp_run.png" 2>/dev/null || true
-    run -np 2 "$bin/awp_bench" --n 8 --steps 2 --warmup 0 --modes two-sided \
+    draw -np 2 "$bin/awp_bench" --n 8 --steps 2 --warmup 0 --modes two-sided \
         --csv "$tmp/png/awp_bench.csv" --png "$tmp/png/awp_bench.png"
-    run -np 2 "$bin/p3dfft_bench" --n 16 --nv 1 --iters 1 --warmup 0 --modes blocking \
+    draw -np 2 "$bin/p3dfft_bench" --n 16 --nv 1 --iters 1 --warmup 0 --modes blocking \
         --csv "$tmp/png/p3dfft_bench.csv" --png "$tmp/png/p3dfft_bench.png"
-    run -np 2 "$bin/oc_bench_overlap" --min 1K --max 1K --iters 2 --warmup 0 --budget 0 \
+    draw -np 2 "$bin/oc_bench_overlap" --min 1K --max 1K --iters 2 --warmup 0 --budget 0 \
         --csv "$tmp/png/oc_bench_overlap.csv" --png "$tmp/png/oc_bench_overlap.png"
-    run -np 2 "$bin/oc_bench_halo" --n 8 --fields 1 --iters 2 --warmup 0 --budget 0 \
+    draw -np 2 "$bin/oc_bench_halo" --n 8 --fields 1 --iters 2 --warmup 0 --budget 0 \
         --csv "$tmp/png/oc_bench_halo.csv" --png "$tmp/png/oc_bench_halo.png"
     for p in awp_run awp_bench p3dfft_bench oc_bench_overlap oc_bench_halo; do
         [ -s "$tmp/png/$p.png" ] || { echo "install check: the installed $p drew no PNG"; exit 1; }
