@@ -63,6 +63,7 @@ def anchors(path):
 def check(root, rel):
     """Prints this file's broken links; returns (links checked, broken)."""
     path = os.path.join(root, rel)
+    shared = os.path.join(os.path.dirname(os.path.abspath(root)), "shared")
     text = prose(path)
     checked = broken = 0
     for m in LINK.finditer(text):
@@ -72,11 +73,14 @@ def check(root, rel):
         file_part, _, anchor = target.partition("#")
         dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
             if file_part else path
-        if not os.path.abspath(dest).startswith(os.path.abspath(root) + os.sep):
-            continue  # ../shared and the like: not this repository's
+        inside = os.path.abspath(dest).startswith(os.path.abspath(root) + os.sep)
+        if not inside and os.path.abspath(dest).startswith(shared + os.sep):
+            continue  # the workplace's ../shared: not this repository's
         checked += 1
         why = None
-        if not os.path.exists(dest):
+        if not inside:
+            why = "outside the repository"
+        elif not os.path.exists(dest):
             why = "no such file"
         elif anchor and (not dest.endswith(".md") or anchor not in anchors(dest)):
             why = f"no heading #{anchor} in {os.path.relpath(dest, root)}"
