@@ -639,8 +639,9 @@ static oc_status_t setup_epoll(oc_pe_t *pe)
  * 2 ranks: 1.6-2.5x lower pure time up to 64 KB, 10-25% lower overall
  * time with computation up to 1 MB; docs/performance.md, "A waiting thread
  * helps: measured"). With a CPU of its own the thread answers at once, and a
- * waiter that helped would only take the lock from it. The thread never reads help_us: set here,
- * after it started, before the context is handed out. */
+ * waiter that helped would only take the lock from it. The thread never
+ * reads help_us: set here, after it started, before the context is handed
+ * out. */
 static oc_status_t init_lock(oc_pe_t *pe)
 {
     pthread_mutexattr_t attr;

@@ -8,6 +8,7 @@
  * what it found.
  */
 #include "oc_pe_affinity.h"
+#include "oc_pe_host.h"
 #include "oc_pe.h"
 #include "oc_error.h"
 
@@ -51,110 +52,6 @@ int oc_pe_cpulist_parse(const char *s, int *cpus, int max)
             return -1;
     }
     return n;
-}
-
-/* The value of the first of n variables that a launcher set, and its name;
- * 0 where none is set, or the first set is not a number (atoi took
- * "2147483648" for a negative index). */
-static unsigned long launcher_number(const char *const *vars, size_t n, const char **name)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        unsigned long r;
-        if (v == NULL || !isdigit((unsigned char)*v))
-            continue;
-        errno = 0;
-        r = strtoul(v, &end, 10);
-        *name = vars[i];
-        return errno == 0 && *end == '\0' ? r : 0;
-    }
-    return 0;
-}
-
-/* The launcher's rank on this node, for picking an entry of an explicit
- * list (Open MPI, MPICH's Hydra, MVAPICH2, Slurm, PALS); 0 where none says. */
-static unsigned long local_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                       "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                       "PALS_LOCAL_RANKID"};
-    const char *name;
-    return launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
-}
-
-/* Slurm's count of this step's tasks on this node: SLURM_STEP_TASKS_PER_NODE
- * lists them node by node ("2(x3),1": 2 on each of the first three nodes,
- * then 1), SLURM_NODEID says which node this is; 0 where either is missing
- * or malformed. */
-static unsigned long slurm_tasks_here(void)
-{
-    const char *s = getenv("SLURM_STEP_TASKS_PER_NODE");
-    const char *id = getenv("SLURM_NODEID");
-    unsigned long node, tasks, times;
-    char *end;
-
-    if (s == NULL || id == NULL || !isdigit((unsigned char)*id))
-        return 0;
-    errno = 0;
-    node = strtoul(id, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return 0;
-    for (;;) {
-        if (!isdigit((unsigned char)*s))
-            return 0;
-        tasks = strtoul(s, &end, 10);
-        times = 1;
-        if (strncmp(end, "(x", 2) == 0) {
-            if (!isdigit((unsigned char)end[2]))
-                return 0;
-            times = strtoul(end + 2, &end, 10);
-            if (*end++ != ')')
-                return 0;
-        }
-        if (errno != 0 || (*end == ',' ? !isdigit((unsigned char)end[1]) : *end != '\0'))
-            return 0;
-        if (node < times)
-            return tasks;
-        if (*end == '\0')
-            return 0;
-        node -= times;
-        s = end + 1;
-    }
-}
-
-/* Whether this node's ranks (as the launcher counts them) are more than
- * half the CPUs the host gives the job: then some rank's progress thread
- * has no CPU of its own, however the ranks are bound (4 ranks on 2 CPUs, or
- * 16 unbound on 16, as MPICH leaves them). The launchers' own counts come
- * before Slurm's, which a job started by mpirun inside an allocation also
- * inherits (one task a node: mpirun's daemons). Slurm's count of the CPUs
- * it allocated on this node limits the online ones: a job on part of a node
- * may use only those. Says so in info. */
-static int crowded(char *info, size_t size)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
-    static const char *const slurm_cpus[] = {"SLURM_CPUS_ON_NODE"};
-    const char *name = NULL, *cpus_name = NULL;
-    unsigned long ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
-    unsigned long allocated = launcher_number(slurm_cpus, 1, &cpus_name);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t len = strlen(info);
-
-    if (ranks == 0 && (ranks = slurm_tasks_here()) != 0)
-        name = "SLURM_STEP_TASKS_PER_NODE";
-    if (allocated == 0 || (cpus > 0 && allocated >= (unsigned long)cpus))
-        cpus_name = NULL;
-    else
-        cpus = (long)allocated;
-    if (ranks == 0 || cpus <= 0 || ranks <= (unsigned long)cpus / 2)
-        return 0;
-    snprintf(info + len, size - len, "; %lu ranks on this host's %ld CPUs (%s%s%s): not one "
-             "to spare for each progress thread", ranks, cpus, name,
-             cpus_name != NULL ? ", " : "", cpus_name != NULL ? cpus_name : "");
-    return 1;
 }
 
 /* "0-3,6" of a CPU set, truncated to size. */
@@ -342,7 +239,7 @@ static oc_status_t bind_auto(pthread_t thread, char *info, size_t size, oc_pe_ca
     return OC_OK;
 }
 
-/* oc_pe_bind, before it looks at the host as a whole (crowded). */
+/* oc_pe_bind, before it looks at the host as a whole (oc_pe_crowded). */
 static oc_status_t bind_thread(pthread_t thread, const char *spec, char *info, size_t size,
                                oc_pe_caller_t *caller, int *alone)
 {
@@ -366,7 +263,7 @@ static oc_status_t bind_thread(pthread_t thread, const char *spec, char *info, s
     }
     n = oc_pe_cpulist_parse(spec, cpus, CPU_SETSIZE);
     assert(n > 0); /* the configuration was checked (oc_config_check_cpus) */
-    cpu = cpus[local_rank() % (unsigned long)n];
+    cpu = cpus[oc_pe_local_rank() % (unsigned long)n];
     *alone = CPU_COUNT(&own) == 1 && CPU_ISSET(cpu, &own);
     return pinned(pin(thread, cpu), cpu, spec, own_str, info, size);
 }
@@ -376,6 +273,6 @@ oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t si
 {
     oc_status_t st = bind_thread(thread, spec, info, size, caller, alone);
     if (st == OC_OK && !*alone)
-        *alone = crowded(info, size);
+        *alone = oc_pe_crowded(info, size);
     return st;
 }

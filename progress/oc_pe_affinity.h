@@ -27,8 +27,8 @@ typedef struct oc_pe_caller {
  * thread joins the progress thread of a live context that took a CPU from
  * the calling thread, if any. caller must stay in place until
  * oc_pe_unbind_caller. *alone: 1 where the thread has no CPU of its own: it
- * shares the process's only CPU with the application, or the launcher's
- * ranks on this host are more than half its CPUs; else 0. */
+ * shares the process's only CPU with the application, or the host is
+ * crowded (oc_pe_crowded); else 0. */
 oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
                        oc_pe_caller_t *caller, int *alone);
 

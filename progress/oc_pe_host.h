@@ -1,0 +1,27 @@
+/* What the launcher and the host say about this rank's place: oc_pe_host.c,
+ * for oc_pe_affinity.c. Read from the environment and /proc, /sys when a
+ * context starts. */
+#ifndef OC_PE_HOST_H
+#define OC_PE_HOST_H
+
+#include <stddef.h>
+
+/* The launcher's rank on this node (Open MPI, MPICH's Hydra, MVAPICH2,
+ * Slurm, PALS), for picking an entry of an explicit CPU list; 0 where none
+ * says. */
+unsigned long oc_pe_local_rank(void);
+
+/* Whether this node's ranks, as the launcher counts them, are more than half
+ * the CPUs the host gives the job: then some rank's progress thread has no
+ * CPU of its own, however the ranks are bound. Where they are, appends why
+ * to info (a string of size bytes). */
+int oc_pe_crowded(char *info, size_t size);
+
+/* How many CPUs the cpuset of this process's cgroup allows (cgroup v2
+ * cpuset.cpus.effective, or v1 cpuset.effective_cpus), with /proc and /sys
+ * read under root ("" for the real ones; a test passes a folder of its
+ * own); 0 where no cpuset says. Names the file read in *source (a static
+ * string) where it says. */
+int oc_pe_cgroup_cpus(const char *root, const char **source);
+
+#endif
