@@ -195,6 +195,7 @@ int oc_pe_crowded(char *info, size_t size)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     long in_cgroup;
     size_t len = strlen(info);
+    int crowded;
 
     if (ranks == 0 && (ranks = slurm_tasks_here()) != 0)
         name = "SLURM_STEP_TASKS_PER_NODE";
@@ -207,10 +208,14 @@ int oc_pe_crowded(char *info, size_t size)
         cpus = in_cgroup;
         cpus_name = source;
     }
-    if (ranks == 0 || cpus <= 0 || ranks <= (unsigned long)cpus / 2)
+    if (ranks == 0 || cpus <= 0)
         return 0;
-    snprintf(info + len, size - len, "; %lu ranks on this host's %ld CPUs (%s%s%s): not one "
-             "to spare for each progress thread", ranks, cpus, name,
-             cpus_name != NULL ? ", " : "", cpus_name != NULL ? cpus_name : "");
-    return 1;
+    crowded = ranks > (unsigned long)cpus / 2;
+    snprintf(info + len, size - len, "; %lu rank%s on this host's %ld CPU%s (%s%s%s): %s",
+             ranks, ranks == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", name,
+             cpus_name != NULL ? ", " : "",
+             cpus_name != NULL ? cpus_name : "",
+             crowded ? "not one to spare for each progress thread"
+                     : "enough to spare one for each progress thread");
+    return crowded;
 }

@@ -13,8 +13,9 @@ unsigned long oc_pe_local_rank(void);
 
 /* Whether this node's ranks, as the launcher counts them, are more than half
  * the CPUs the host gives the job: then some rank's progress thread has no
- * CPU of its own, however the ranks are bound. Where they are, appends why
- * to info (a string of size bytes). */
+ * CPU of its own, however the ranks are bound. Where a launcher counts
+ * them, appends both counts and their sources to info (a string of size
+ * bytes), crowded or not. */
 int oc_pe_crowded(char *info, size_t size);
 
 /* How many CPUs the cpuset of this process's cgroup allows (cgroup v2

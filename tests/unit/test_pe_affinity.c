@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "oc_pe.h"
+#include "oc_pe_host.h"
 #include "offcoll.h"
 #include "pe_threads.h"
 
@@ -304,28 +305,65 @@ static void help_auto(void **state)
     assert_int_equal(oc_finalize(ctx), OC_OK);
 }
 
-/* Whether a context made with spec has waiters help; where it does, its
- * info must say why. */
-static int helps_saying(const char *spec, const char *why)
+/* The CPUs the crowded rule counts on this host, SLURM_CPUS_ON_NODE aside:
+ * the online ones, or the cgroup cpuset's where fewer (then named in
+ * *source, else ""). */
+static long host_cpus(const char **source)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *src = NULL;
+    long n = oc_pe_cgroup_cpus("", &src);
+    *source = "";
+    if (n > 0 && n < online) {
+        *source = src;
+        return n;
+    }
+    return online;
+}
+
+/* Whether a context made with spec has waiters help. counts: what its info
+ * must say of the host ("4 ranks on this host's 2 CPUs (VAR)"), followed by
+ * the verdict that matches; NULL: where no launcher counts, nothing. */
+static int helps_saying(const char *spec, const char *counts)
 {
     oc_context_t *ctx = open_thread_ctx(spec);
+    const char *info = oc_context_progress_info(ctx);
     int h = helps(ctx);
-    if (h && strstr(oc_context_progress_info(ctx), why) == NULL)
-        fail_msg("\"%s\" does not say \"%s\"", oc_context_progress_info(ctx), why);
+    char want[256];
+    if (counts == NULL) {
+        if (strstr(info, "ranks on this host") != NULL)
+            fail_msg("\"%s\" counts ranks where no launcher does", info);
+    } else {
+        snprintf(want, sizeof(want), "%s: %s", counts,
+                 h ? "not one to spare for each progress thread"
+                   : "enough to spare one for each progress thread");
+        if (strstr(info, want) == NULL)
+            fail_msg("\"%s\" does not say \"%s\"", info, want);
+    }
     assert_int_equal(oc_finalize(ctx), OC_OK);
     return h;
 }
 
-/* The same with launcher variable var set to value. */
+/* "N ranks on this host's M CPUs (var...)" into buf, with the host's CPUs
+ * as the rule counts them (cpus > 0: that many, as var names them too). */
+static const char *counts_of(char *buf, size_t size, long ranks, const char *var, long cpus)
+{
+    const char *src = "";
+    if (cpus <= 0)
+        cpus = host_cpus(&src);
+    snprintf(buf, size, "%ld rank%s on this host's %ld CPU%s (%s%s%s)", ranks,
+             ranks == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", var, *src ? ", " : "", src);
+    return buf;
+}
+
+/* The same with launcher variable var set to value (0: not a count). */
 static int helps_with(const char *spec, const char *var, long value)
 {
-    char v[32], why[96];
+    char v[32], counts[160];
     int h;
     snprintf(v, sizeof(v), "%ld", value);
     setenv(var, v, 1);
-    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (%s)", value,
-             sysconf(_SC_NPROCESSORS_ONLN), var);
-    h = helps_saying(spec, why);
+    h = helps_saying(spec, value > 0 ? counts_of(counts, sizeof(counts), value, var, 0) : NULL);
     unsetenv(var);
     return h;
 }
@@ -333,13 +371,14 @@ static int helps_with(const char *spec, const char *var, long value)
 /* OC_WAIT_HELP_US=auto also where the launcher puts more ranks on the host
  * than half its CPUs, whatever this process's CPUs: some progress thread
  * then has no CPU of its own (4 ranks on 2 CPUs). Up to half, the CPUs
- * decide as above. */
+ * decide as above. Either way the info says how many of each it counted. */
 static void help_crowded(void **state)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
                                        "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
     static const char *const specs[] = {"", "auto"};
-    const long online = sysconf(_SC_NPROCESSORS_ONLN), half = online / 2;
+    const char *src;
+    const long cpus = host_cpus(&src), half = cpus / 2;
     size_t i, v;
     (void)state;
     if (!two_cpus())
@@ -347,31 +386,30 @@ static void help_crowded(void **state)
     for (i = 0; i < 2; i++)
         for (v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
             if (!helps_with(specs[i], vars[v], half + 1))
-                fail_msg("%s=%ld, %ld CPUs online: waiters do not help", vars[v], half + 1,
-                         online);
+                fail_msg("%s=%ld, %ld CPUs: waiters do not help", vars[v], half + 1, cpus);
             if (helps_with(specs[i], vars[v], half))
                 fail_msg("%s=%ld, %d of %ld CPUs: waiters help", vars[v], half,
-                         CPU_COUNT(&own), online);
+                         CPU_COUNT(&own), cpus);
         }
     /* not a number, or 0: as if no launcher said */
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "many", 1);
-    assert_false(helps_saying("", ""));
+    assert_false(helps_saying("", NULL));
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     assert_false(helps_with("", "MPI_LOCALNRANKS", 0));
 }
 
 /* Whether waiters help under srun with this step's SLURM_STEP_TASKS_PER_NODE
- * list on node SLURM_NODEID; where they do, info must say it found want
- * ranks in the list. */
+ * list on node SLURM_NODEID; the info must count want ranks from the list
+ * (0: none, the list gives no count). */
 static int helps_slurm(const char *list, const char *node, long want)
 {
-    char why[96];
+    char counts[160];
     int h;
     setenv("SLURM_STEP_TASKS_PER_NODE", list, 1);
     setenv("SLURM_NODEID", node, 1);
-    snprintf(why, sizeof(why), "%ld ranks on this host's %ld CPUs (SLURM_STEP_TASKS_PER_NODE)",
-             want, sysconf(_SC_NPROCESSORS_ONLN));
-    h = helps_saying("", why);
+    h = helps_saying("", want > 0 ? counts_of(counts, sizeof(counts), want,
+                                              "SLURM_STEP_TASKS_PER_NODE", 0)
+                                  : NULL);
     unsetenv("SLURM_STEP_TASKS_PER_NODE");
     unsetenv("SLURM_NODEID");
     return h;
@@ -380,13 +418,14 @@ static int helps_slurm(const char *list, const char *node, long want)
 /* Under srun the count of ranks on this node comes from Slurm's list of the
  * step's tasks per node, after the MPI launchers' counts (which a job
  * started by mpirun in an allocation has besides Slurm's); SLURM_CPUS_ON_NODE,
- * where below the online CPUs, is the host's CPUs for the rule. */
+ * where below the host's CPUs, is the CPUs for the rule. */
 static void help_slurm(void **state)
 {
-    const long online = sysconf(_SC_NPROCESSORS_ONLN), half = online / 2;
     static const char *const malformed[] = {"", "x", "9(x2", "9(x)", "9(2)", "9,", "9,,9",
                                             "9 ", "-9"};
-    char list[96], why[96];
+    const char *src;
+    const long cpus = host_cpus(&src), half = cpus / 2;
+    char list[96], counts[160];
     size_t i;
     (void)state;
     if (!two_cpus())
@@ -403,22 +442,28 @@ static void help_slurm(void **state)
     snprintf(list, sizeof(list), "%ld", half);
     assert_false(helps_slurm(list, "0", half));
     for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
-        if (helps_slurm(malformed[i], "0", 9))
+        if (helps_slurm(malformed[i], "0", 0))
             fail_msg("SLURM_STEP_TASKS_PER_NODE=\"%s\" taken for a count", malformed[i]);
     /* mpirun's own count first */
-    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
     snprintf(list, sizeof(list), "%ld", half + 1);
-    assert_false(helps_slurm(list, "0", half + 1));
-    /* the CPUs Slurm gave this node, where fewer than the online ones */
+    setenv("SLURM_STEP_TASKS_PER_NODE", list, 1);
+    setenv("SLURM_NODEID", "0", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "1", 1);
+    assert_false(helps_saying("", counts_of(counts, sizeof(counts), 1,
+                                            "OMPI_COMM_WORLD_LOCAL_SIZE", 0)));
+    unsetenv("SLURM_STEP_TASKS_PER_NODE");
+    unsetenv("SLURM_NODEID");
+    /* the CPUs Slurm gave this node, where fewer than the host's */
     setenv("SLURM_CPUS_ON_NODE", "1", 1);
-    snprintf(why, sizeof(why), "1 ranks on this host's 1 CPUs (OMPI_COMM_WORLD_LOCAL_SIZE, "
-             "SLURM_CPUS_ON_NODE)");
-    assert_true(helps_saying("", why));
-    snprintf(list, sizeof(list), "%ld", 4 * online);
+    assert_true(helps_saying("", counts_of(counts, sizeof(counts), 1,
+                                           "OMPI_COMM_WORLD_LOCAL_SIZE, SLURM_CPUS_ON_NODE",
+                                           1)));
+    snprintf(list, sizeof(list), "%ld", 4 * cpus);
     setenv("SLURM_CPUS_ON_NODE", list, 1);
     snprintf(list, sizeof(list), "%ld", half);
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", list, 1);
-    assert_false(helps_saying("", ""));
+    assert_false(helps_saying("", counts_of(counts, sizeof(counts), half,
+                                            "OMPI_COMM_WORLD_LOCAL_SIZE", 0)));
     unsetenv("SLURM_CPUS_ON_NODE");
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
