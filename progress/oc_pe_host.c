@@ -191,14 +191,17 @@ int oc_pe_crowded(char *info, size_t size)
     static const char *const slurm_cpus[] = {"SLURM_CPUS_ON_NODE"};
     const char *name = NULL, *cpus_name = NULL, *source = NULL;
     unsigned long ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
-    unsigned long allocated = launcher_number(slurm_cpus, 1, &source);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long in_cgroup;
+    unsigned long allocated;
+    long cpus, in_cgroup;
     size_t len = strlen(info);
     int crowded;
 
     if (ranks == 0 && (ranks = slurm_tasks_here()) != 0)
         name = "SLURM_STEP_TASKS_PER_NODE";
+    if (ranks == 0)
+        return 0; /* no launcher counts: the host's CPUs need not be read */
+    allocated = launcher_number(slurm_cpus, 1, &source);
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (allocated > 0 && (cpus <= 0 || allocated < (unsigned long)cpus)) {
         cpus = (long)allocated;
         cpus_name = source;
@@ -208,7 +211,7 @@ int oc_pe_crowded(char *info, size_t size)
         cpus = in_cgroup;
         cpus_name = source;
     }
-    if (ranks == 0 || cpus <= 0)
+    if (cpus <= 0)
         return 0;
     crowded = ranks > (unsigned long)cpus / 2;
     snprintf(info + len, size - len, "; %lu rank%s on this host's %ld CPU%s (%s%s%s): %s",
