@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -23,7 +24,12 @@ struct oc_pe {
     oc_pe_exec_t *ready;       /* lists whose trigger fired; engine-local */
     oc_pe_exec_t *orphans;     /* released while their list is in flight */
     int wake_fd, epoll_fd;
-    _Atomic int sleeping;
+    _Atomic int sleeping;      /* AWAKE, SLEEP_ARMED or SLEEP_LAZY */
+    /* Thread mode with helping waiters: how many help now, how many began
+     * to so far, and whether one left work unfinished for the thread. */
+    _Atomic int helpers;
+    _Atomic unsigned helped;
+    _Atomic int handover;
     int stop;
     pthread_t thread;
     clockid_t cpu_clock;
@@ -359,7 +365,13 @@ static unsigned run_queue(oc_pe_t *pe)
     return count;
 }
 
-static void wake(oc_pe_t *pe);
+/* Where the thread sleeps: armed, on the backend's events and the wake fd;
+ * lazy (standing aside while waiters help), on the wake fd and a timeout. */
+enum { AWAKE, SLEEP_ARMED, SLEEP_LAZY };
+/* Whom wake() wakes: an armed thread only, or a lazy one too. */
+enum { WAKE_ARMED, WAKE_ANY };
+
+static void wake(oc_pe_t *pe, int whom);
 
 static void engine_enter(oc_pe_t *pe)
 {
@@ -390,6 +402,16 @@ static void work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
     engine_leave(pe);
 }
 
+/* work_enter for an application thread in thread mode with helping: never
+ * waits for the lock, as the thread holding it is making progress. */
+static int work_try_enter(oc_pe_t *pe, oc_error_saved_t *saved)
+{
+    if (pe->help_us == 0 || pthread_mutex_trylock(&pe->lock) != 0)
+        return 0;
+    oc_error_save(saved);
+    return 1;
+}
+
 /* One pass of everything the engine does; the engine is held. */
 static unsigned pass(oc_pe_t *pe)
 {
@@ -416,17 +438,14 @@ void oc_pe_poll(oc_pe_t *pe)
         oc_pe_progress(pe);
         return;
     }
-    /* Never waits for the lock: the thread holding it is making progress. */
-    if (pe->help_us == 0 || pthread_mutex_trylock(&pe->lock) != 0) {
+    if (!work_try_enter(pe, &saved)) {
         sched_yield();
         return;
     }
-    oc_error_save(&saved);
     n = pass(pe);
-    oc_error_restore(&saved);
-    pthread_mutex_unlock(&pe->lock);
+    work_leave(pe, &saved);
     if (n > 0)
-        wake(pe); /* it may sleep on events this pass took: it arms again */
+        wake(pe, WAKE_ARMED); /* it may sleep on events this pass took: it arms again */
     else
         sched_yield();
 }
@@ -440,6 +459,8 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
     /* done() may take what it finds (a counter's arrivals): 1 is final. */
     if (done(arg))
         return 1;
+    atomic_fetch_add(&pe->helpers, 1);
+    atomic_fetch_add(&pe->helped, 1);
     idle_until = oc_time_now() + 1e-6 * pe->help_us;
     while (!(ok = done(arg))) {
         double t = oc_time_now();
@@ -452,16 +473,25 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
         else
             sched_yield(); /* with more ranks than cores, the peer may need it */
     }
-    /* The thread may sleep on events this thread took: it arms again. */
-    wake(pe);
+    atomic_fetch_sub(&pe->helpers, 1);
+    if (ok) {
+        /* The thread may sleep on events this thread took: it arms again. */
+        wake(pe, WAKE_ARMED);
+    } else {
+        /* The waiter goes to sleep with work left: the thread takes it over
+         * now, not at its next look (stand_aside). */
+        atomic_store(&pe->handover, 1);
+        wake(pe, WAKE_ANY);
+    }
     return ok;
 }
 
-static void wake(oc_pe_t *pe)
+static void wake(oc_pe_t *pe, int whom)
 {
     uint64_t one = 1;
     ssize_t r;
-    if (!atomic_load(&pe->sleeping))
+    int s = atomic_load(&pe->sleeping);
+    if (s == AWAKE || (s == SLEEP_LAZY && whom == WAKE_ARMED))
         return;
     do {
         r = write(pe->wake_fd, &one, sizeof(one));
@@ -471,17 +501,28 @@ static void wake(oc_pe_t *pe)
 static void submit(oc_pe_t *pe, oc_pe_item_t *item)
 {
     oc_mpsc_push(&pe->queue, &item->node);
-    wake(pe);
+    wake(pe, WAKE_ANY);
 }
 
 void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
 {
+    oc_error_saved_t saved;
     x->item.run = run_start;
     if (pe->mode == OC_PROGRESS_INLINE) {
-        oc_error_saved_t saved;
         work_enter(pe, &saved);
         run_start(pe, &x->item);
         work_leave(pe, &saved);
+        return;
+    }
+    /* Where waiters help, the thread stands aside while they do (stand_aside)
+     * and a hand-over to it would cost a time slice on a shared CPU: the
+     * first list is posted here when the engine is free. */
+    if (work_try_enter(pe, &saved)) {
+        run_start(pe, &x->item);
+        work_leave(pe, &saved);
+        /* An armed thread sleeps on events; what was just posted may raise
+         * none before it needs progress. */
+        wake(pe, WAKE_ARMED);
         return;
     }
     submit(pe, &x->item);
@@ -564,20 +605,20 @@ static void sleep_until_event(oc_pe_t *pe)
     engine_enter(pe);
     st = pe->nic->ops->arm(pe->nic);
     if (st == OC_OK)
-        atomic_store(&pe->sleeping, 1);
+        atomic_store(&pe->sleeping, SLEEP_ARMED);
     engine_leave(pe);
     if (st != OC_OK)
         return; /* events pending (or arming failed): progress again */
     /* Dekker-style with submit(): either the producer sees sleeping and
      * writes the wake fd, or we see its item here. */
     if (!oc_mpsc_empty(&pe->queue)) {
-        atomic_store(&pe->sleeping, 0);
+        atomic_store(&pe->sleeping, AWAKE);
         return;
     }
     do {
         n = epoll_wait(pe->epoll_fd, ev, 2, -1);
     } while (n < 0 && errno == EINTR);
-    atomic_store(&pe->sleeping, 0);
+    atomic_store(&pe->sleeping, AWAKE);
     STAT_ADD(pe, wakeups, 1);
     for (i = 0; i < n; i++) {
         if (ev[i].data.fd == pe->wake_fd) {
@@ -588,6 +629,47 @@ static void sleep_until_event(oc_pe_t *pe)
     }
 }
 
+/* Sleeps on the wake fd for at most us, unarmed: a peer's message then costs
+ * its sender no signal and this thread no wake-up. */
+static void sleep_lazy(oc_pe_t *pe, unsigned us)
+{
+    struct pollfd p = {pe->wake_fd, POLLIN, 0};
+    struct timespec ts = {us / 1000000, 1000L * (long)(us % 1000000)};
+    atomic_store(&pe->sleeping, SLEEP_LAZY);
+    /* Dekker-style with submit() and a helper's hand-over, as in
+     * sleep_until_event(). */
+    if (oc_mpsc_empty(&pe->queue) && !atomic_load(&pe->handover)) {
+        if (ppoll(&p, 1, &ts, NULL) > 0) {
+            uint64_t v;
+            ssize_t r = read(pe->wake_fd, &v, sizeof(v));
+            (void)r;
+        }
+        STAT_ADD(pe, wakeups, 1);
+    }
+    atomic_store(&pe->sleeping, AWAKE);
+}
+
+/* While waiters help, they drive the engine: a thread that ran beside them on
+ * a shared CPU would take their time slices and the lock, and each peer's
+ * message would wake it (docs/performance.md, "The thread stands aside").
+ * It looks again after LAZY_FIRST_US, then twice as long each time waiters
+ * helped meanwhile, up to LAZY_MAX_US; it takes over once none helped for a
+ * whole sleep, or at once when one leaves work unfinished or work is handed
+ * over. */
+enum { LAZY_FIRST_US = 200, LAZY_MAX_US = 3200 };
+
+static void stand_aside(oc_pe_t *pe)
+{
+    unsigned us = LAZY_FIRST_US, seen;
+    do {
+        seen = atomic_load(&pe->helped);
+        sleep_lazy(pe, us);
+        if (us < LAZY_MAX_US)
+            us *= 2;
+    } while (oc_mpsc_empty(&pe->queue) && !atomic_exchange(&pe->handover, 0) &&
+             (atomic_load(&pe->helpers) > 0 || atomic_load(&pe->helped) != seen));
+}
+
 static void *thread_main(void *arg)
 {
     oc_pe_t *pe = arg;
@@ -596,9 +678,14 @@ static void *thread_main(void *arg)
     while (sem_wait(&pe->gate) != 0 && errno == EINTR)
         ;
     while (!pe->stop) {
+        if (pe->help_us > 0 && atomic_load(&pe->helpers) > 0) {
+            stand_aside(pe);
+            continue;
+        }
         if (oc_pe_progress(pe) > 0 || yield_and_look(pe) > 0)
             continue;
-        sleep_until_event(pe);
+        if (pe->help_us == 0 || atomic_load(&pe->helpers) == 0)
+            sleep_until_event(pe);
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     atomic_store(&pe->final_cpu_s, (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec);
@@ -639,9 +726,9 @@ static oc_status_t setup_epoll(oc_pe_t *pe)
  * 2 ranks: 1.6-2.5x lower pure time up to 64 KB, 10-25% lower overall
  * time with computation up to 1 MB; docs/performance.md, "A waiting thread
  * helps: measured"). With a CPU of its own the thread answers at once, and a
- * waiter that helped would only take the lock from it. The thread never
- * reads help_us: set here, after it started, before the context is handed
- * out. */
+ * waiter that helped would only take the lock from it. help_us is set here,
+ * after the thread started and before its gate opens: the thread reads it
+ * only after the gate. */
 static oc_status_t init_lock(oc_pe_t *pe)
 {
     pthread_mutexattr_t attr;

@@ -91,7 +91,9 @@ void oc_pe_destroy(oc_pe_t *pe);
 
 oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe);
 
-/* Starts x (any thread). In inline mode the first list is posted at once. */
+/* Starts x (any thread). In inline mode the first list is posted at once;
+ * in thread mode with helping waiters too, where no other thread is in the
+ * engine (else the thread posts it). */
 void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x);
 
 /* Runs fn(arg) on the thread that owns the backend and returns what it
@@ -142,8 +144,10 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 
 /* Application thread, thread mode, before it polls or sleeps: where waiters
  * help (help_us > 0), runs the engine itself while done(arg) does not hold,
- * until a pass has found no work for help_us or the deadline passes, then
- * wakes the thread to arm again. Returns 1 once done(arg) returned 1 (which
+ * until a pass has found no work for help_us or the deadline passes; the
+ * thread stands aside meanwhile. Leaving with the operation unfinished, it
+ * hands the work to the thread at once; else it wakes an armed thread to arm
+ * again. Returns 1 once done(arg) returned 1 (which
  * may have taken what it found, a counter's arrivals), 0 where it did not
  * or waiters do not help. The
  * thread hands work over only as fast as it is scheduled: a waiter that

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sched.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "ut_data.h"
@@ -219,6 +220,159 @@ static void test_free_at_completion(void **state)
     oc_local_oob_fini(&oob);
 }
 
+/* ---- the thread beside helping waiters ---------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void stats(ut_rank_t *me, oc_context_t *ctx, oc_stats_t *st)
+{
+    if (!CHECK_OC(oc_context_stats(ctx, st)))
+        memset(st, 0, sizeof(*st));
+}
+
+/* A configuration for the two tests below: thread mode, c's help_us. */
+static void aside_config(ut_rank_t *me, oc_config_t *cfg)
+{
+    const pe_case_t *c = me->c;
+    CHECK_OC(oc_config_init(cfg));
+    cfg->progress = OC_PROGRESS_THREAD;
+    cfg->wait_help_us = c->help_us;
+    cfg->alltoall_alg = OC_ALG_PAIRWISE; /* a list per peer, each after the last */
+    cfg->timeout_s = 30;
+}
+
+enum { BG_BLOCK = 100000, BG_TIMEOUT_S = 20 };
+
+/* What the progress thread is for: a request started and then left alone
+ * goes on. A first alltoall, waited for (where waiters help, the thread
+ * stands aside meanwhile), counts its lists; a second is started and left
+ * alone until as many are posted. Its blocks take UCX's rendezvous, so no
+ * list completes within the start: each one after the first is the
+ * thread's work. */
+static void background_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    const pe_case_t *c = me->c;
+    ut_layout_t l;
+    unsigned char *s, *r;
+    uint64_t lists = 0;
+    int round;
+
+    ut_layout_init(&l, UT_EQUAL, me->member.rank, c->n, BG_BLOCK);
+    s = malloc(l.sbytes);
+    r = malloc(l.rbytes);
+    for (round = 0; round < 2; round++) {
+        oc_request_t *req = NULL;
+        oc_stats_t st;
+        uint64_t base;
+        stats(me, ctx, &st);
+        base = st.lists_posted;
+        ut_fill(&l, s, r, (unsigned)round);
+        if (!CHECK_OC(oc_ialltoall(team, s, r, BG_BLOCK, &req)))
+            break;
+        if (round == 1) {
+            double deadline = now_s() + BG_TIMEOUT_S;
+            struct timespec ms = {0, 1000000};
+            do {
+                nanosleep(&ms, NULL);
+                stats(me, ctx, &st);
+            } while (st.lists_posted - base < lists && now_s() < deadline);
+            CHECK(st.lists_posted - base >= lists, "help %u us: %llu of %llu lists posted "
+                  "in %d s while the application slept", c->help_us,
+                  (unsigned long long)(st.lists_posted - base), (unsigned long long)lists,
+                  BG_TIMEOUT_S);
+        }
+        if (CHECK_OC(oc_wait(req)))
+            check_data(me, __LINE__, &l, r, (unsigned)round, "alltoall");
+        CHECK_OC(oc_request_free(req));
+        if (round == 0) {
+            stats(me, ctx, &st);
+            lists = st.lists_posted - base;
+            CHECK(lists >= 2, "%llu lists: nothing is left for the thread",
+                  (unsigned long long)lists);
+        }
+    }
+    ut_layout_fini(&l);
+    free(s);
+    free(r);
+}
+
+enum { ASIDE_ROUNDS = 20000 };
+
+/* While waiters help, the thread stands aside: over many short alltoalls,
+ * each waited for by a waiter that never gives up helping (help_us is 1 s),
+ * it sleeps and looks now and then, using under 5% of a core. (CPU time
+ * against the run's own wall time: this is not a timing test.) */
+static void aside_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    const pe_case_t *c = me->c;
+    unsigned char s[UT_MAX_RANKS], r[UT_MAX_RANKS];
+    oc_stats_t st0, st1;
+    double wall, cpu;
+    int i, j;
+
+    stats(me, ctx, &st0);
+    wall = now_s();
+    for (i = 0; i < ASIDE_ROUNDS; i++) {
+        oc_request_t *req = NULL;
+        for (j = 0; j < c->n; j++)
+            s[j] = (unsigned char)(i + me->member.rank * 31 + j);
+        if (!CHECK_OC(oc_ialltoall(team, s, r, 1, &req)))
+            break;
+        if (CHECK_OC(oc_wait(req)))
+            for (j = 0; j < c->n; j++)
+                CHECK(r[j] == (unsigned char)(i + j * 31 + me->member.rank),
+                      "round %d: byte from rank %d", i, j);
+        CHECK_OC(oc_request_free(req));
+    }
+    wall = now_s() - wall;
+    stats(me, ctx, &st1);
+    cpu = st1.progress_cpu_s - st0.progress_cpu_s;
+    CHECK(cpu < 0.05 * wall + 0.002, "the progress thread used %.1f%% of a core (%.4f s of %.4f s) "
+          "beside waiters that helped", 100 * cpu / wall, cpu, wall);
+}
+
+static void *background_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    oc_config_t cfg;
+    aside_config(me, &cfg);
+    ut_with_team(me, &cfg, background_body);
+    return NULL;
+}
+
+static void *aside_main(void *arg)
+{
+    ut_rank_t *me = arg;
+    oc_config_t cfg;
+    aside_config(me, &cfg);
+    ut_with_team(me, &cfg, aside_body);
+    return NULL;
+}
+
+static void test_background(void **state)
+{
+    static const unsigned help[] = {0, 200};
+    for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) {
+        pe_case_t c = {OC_PROGRESS_THREAD, 3, OC_ALG_PAIRWISE, OC_ALG_AUTO, help[i]};
+        char label[64];
+        snprintf(label, sizeof(label), "background, help %u us", help[i]);
+        ut_run_ranks(c.n, background_main, &c, label);
+    }
+    (void)state;
+}
+
+static void test_aside(void **state)
+{
+    pe_case_t c = {OC_PROGRESS_THREAD, 2, OC_ALG_PAIRWISE, OC_ALG_AUTO, 1000000};
+    ut_run_ranks(c.n, aside_main, &c, "stand aside");
+    (void)state;
+}
+
 #define MODE_N(mode, n) {mode, n, OC_ALG_AUTO, OC_ALG_AUTO, 0}
 /* Helping waiters and polls take the engine from the thread in turns. */
 #define HELP_N(n) {OC_PROGRESS_THREAD, n, OC_ALG_AUTO, OC_ALG_AUTO, 200}
@@ -245,6 +399,8 @@ int main(void)
         CASE("thread progress, helping waiters, 3 ranks", 9),
         FREE_CASE("free at completion", no_help),
         FREE_CASE("free at completion, helping polls", help),
+        cmocka_unit_test(test_background),
+        cmocka_unit_test(test_aside),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
