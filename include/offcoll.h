@@ -136,7 +136,9 @@ typedef struct {
                                        OC_WAIT_HELP_AUTO_US where the progress thread shares
                                        the process's only CPU with the application, or the
                                        launcher's ranks on the host are more than half its
-                                       CPUs (README), else 0.
+                                       CPUs (README), else 0. The progress thread stands
+                                       aside while a waiter helps, and a start posts its
+                                       first list itself where the engine is free.
                                        The engine work a waiter does counts in no
                                        progress_cpu_s */
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
@@ -183,8 +185,9 @@ OC_API oc_status_t oc_context_config(const oc_context_t *ctx, oc_config_t *cfg);
 typedef struct {
     uint64_t lists_posted;    /**< task lists handed to the backend */
     uint64_t tasks_posted;    /**< tasks in those lists */
-    uint64_t wakeups;         /**< progress-thread returns from sleep (also those a
-                                   helping waiter asks for when it stops) */
+    uint64_t wakeups;         /**< progress-thread returns from sleep (also its looks
+                                   while it stands aside for helping waiters, and
+                                   those a helping waiter asks for when it stops) */
     uint64_t requests_started;/**< schedules started: each start of a collective,
                                    oc_put and oc_halo_start, and the library's own
                                    (team and window set-up, votes) */

@@ -336,21 +336,19 @@ static void aside_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
           "beside waiters that helped", 100 * cpu / wall, cpu, wall);
 }
 
-static void *background_main(void *arg)
-{
-    ut_rank_t *me = arg;
-    oc_config_t cfg;
-    aside_config(me, &cfg);
-    ut_with_team(me, &cfg, background_body);
-    return NULL;
-}
+/* A case of the two tests above: the rank's body after its case. */
+typedef struct {
+    pe_case_t c; /* first: the bodies read me->c as a pe_case_t */
+    void (*body)(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team);
+} aside_case_t;
 
 static void *aside_main(void *arg)
 {
     ut_rank_t *me = arg;
+    const aside_case_t *a = me->c;
     oc_config_t cfg;
     aside_config(me, &cfg);
-    ut_with_team(me, &cfg, aside_body);
+    ut_with_team(me, &cfg, a->body);
     return NULL;
 }
 
@@ -358,18 +356,19 @@ static void test_background(void **state)
 {
     static const unsigned help[] = {0, 200};
     for (size_t i = 0; i < sizeof(help) / sizeof(help[0]); i++) {
-        pe_case_t c = {OC_PROGRESS_THREAD, 3, OC_ALG_PAIRWISE, OC_ALG_AUTO, help[i]};
+        aside_case_t a = {{OC_PROGRESS_THREAD, 3, OC_ALG_PAIRWISE, OC_ALG_AUTO, help[i]},
+                          background_body};
         char label[64];
         snprintf(label, sizeof(label), "background, help %u us", help[i]);
-        ut_run_ranks(c.n, background_main, &c, label);
+        ut_run_ranks(a.c.n, aside_main, &a, label);
     }
     (void)state;
 }
 
 static void test_aside(void **state)
 {
-    pe_case_t c = {OC_PROGRESS_THREAD, 2, OC_ALG_PAIRWISE, OC_ALG_AUTO, 1000000};
-    ut_run_ranks(c.n, aside_main, &c, "stand aside");
+    aside_case_t a = {{OC_PROGRESS_THREAD, 2, OC_ALG_PAIRWISE, OC_ALG_AUTO, 1000000}, aside_body};
+    ut_run_ranks(a.c.n, aside_main, &a, "stand aside");
     (void)state;
 }
 
