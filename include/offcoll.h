@@ -110,7 +110,7 @@ typedef enum {
 /** oc_config_t.wait_help_us: decided when the context starts (see there). */
 #define OC_WAIT_HELP_AUTO 0xffffffffu
 /** What OC_WAIT_HELP_AUTO gives where the progress thread has no CPU of its own. */
-#define OC_WAIT_HELP_AUTO_US 200u
+#define OC_WAIT_HELP_AUTO_US 1000u
 
 /** Context configuration. Fill with oc_config_init(), then adjust fields. */
 typedef struct {
@@ -210,7 +210,7 @@ OC_API const char *oc_context_backend_info(const oc_context_t *ctx);
 /** Where the progress engine runs ("thread, on CPU 3 (OC_PROGRESS_CPUS=auto;
  *  process CPUs 2-3)", "thread, on the process's only CPU 0 ...", "inline:
  *  ..."): overlap needs a CPU for the thread. Ends with "; waiting threads
- *  run the engine (OC_WAIT_HELP_US=auto: 200 us)" where wait_help_us
+ *  run the engine (OC_WAIT_HELP_US=auto: 1000 us)" where wait_help_us
  *  OC_WAIT_HELP_AUTO turned helping on. Owned by the context, fixed at
  *  oc_init; "" for a NULL one. */
 OC_API const char *oc_context_progress_info(const oc_context_t *ctx);

@@ -106,8 +106,10 @@ static int two_cpus(void)
 /* The engine says so where waiting threads run it (OC_WAIT_HELP_US). */
 static int helps(oc_context_t *ctx)
 {
-    return strstr(oc_context_progress_info(ctx), "waiting threads run the engine "
-                                                 "(OC_WAIT_HELP_US=auto: 200 us)") != NULL;
+    char want[96];
+    snprintf(want, sizeof(want), "waiting threads run the engine (OC_WAIT_HELP_US=auto: %u us)",
+             OC_WAIT_HELP_AUTO_US);
+    return strstr(oc_context_progress_info(ctx), want) != NULL;
 }
 
 static void parse(void **state)
