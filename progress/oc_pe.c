@@ -593,6 +593,14 @@ static unsigned yield_and_look(oc_pe_t *pe)
     return n;
 }
 
+/* Resets the wake fd (an eventfd, non-blocking) once it has woken us. */
+static void drain_wake_fd(oc_pe_t *pe)
+{
+    uint64_t v;
+    ssize_t r = read(pe->wake_fd, &v, sizeof(v));
+    (void)r;
+}
+
 static void sleep_until_event(oc_pe_t *pe)
 {
     struct epoll_event ev[2];
@@ -620,13 +628,9 @@ static void sleep_until_event(oc_pe_t *pe)
     } while (n < 0 && errno == EINTR);
     atomic_store(&pe->sleeping, AWAKE);
     STAT_ADD(pe, wakeups, 1);
-    for (i = 0; i < n; i++) {
-        if (ev[i].data.fd == pe->wake_fd) {
-            uint64_t v;
-            ssize_t r = read(pe->wake_fd, &v, sizeof(v));
-            (void)r;
-        }
-    }
+    for (i = 0; i < n; i++)
+        if (ev[i].data.fd == pe->wake_fd)
+            drain_wake_fd(pe);
 }
 
 /* Sleeps on the wake fd for at most us, unarmed: a peer's message then costs
@@ -639,11 +643,8 @@ static void sleep_lazy(oc_pe_t *pe, unsigned us)
     /* Dekker-style with submit() and a helper's hand-over, as in
      * sleep_until_event(). */
     if (oc_mpsc_empty(&pe->queue) && !atomic_load(&pe->handover)) {
-        if (ppoll(&p, 1, &ts, NULL) > 0) {
-            uint64_t v;
-            ssize_t r = read(pe->wake_fd, &v, sizeof(v));
-            (void)r;
-        }
+        if (ppoll(&p, 1, &ts, NULL) > 0)
+            drain_wake_fd(pe);
         STAT_ADD(pe, wakeups, 1);
     }
     atomic_store(&pe->sleeping, AWAKE);
@@ -670,6 +671,12 @@ static void stand_aside(oc_pe_t *pe)
              (atomic_load(&pe->helpers) > 0 || atomic_load(&pe->helped) != seen));
 }
 
+/* Whether the thread should stand aside now: a waiter is helping. */
+static int waiters_help(oc_pe_t *pe)
+{
+    return pe->help_us > 0 && atomic_load(&pe->helpers) > 0;
+}
+
 static void *thread_main(void *arg)
 {
     oc_pe_t *pe = arg;
@@ -678,13 +685,13 @@ static void *thread_main(void *arg)
     while (sem_wait(&pe->gate) != 0 && errno == EINTR)
         ;
     while (!pe->stop) {
-        if (pe->help_us > 0 && atomic_load(&pe->helpers) > 0) {
+        if (waiters_help(pe)) {
             stand_aside(pe);
             continue;
         }
         if (oc_pe_progress(pe) > 0 || yield_and_look(pe) > 0)
             continue;
-        if (pe->help_us == 0 || atomic_load(&pe->helpers) == 0)
+        if (!waiters_help(pe))
             sleep_until_event(pe);
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

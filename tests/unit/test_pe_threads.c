@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "oc_sync.h"
 #include "ut_data.h"
 #include "ut_ranks.h"
 
@@ -222,13 +223,6 @@ static void test_free_at_completion(void **state)
 
 /* ---- the thread beside helping waiters ---------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void stats(ut_rank_t *me, oc_context_t *ctx, oc_stats_t *st)
 {
     if (!CHECK_OC(oc_context_stats(ctx, st)))
@@ -275,12 +269,12 @@ static void background_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
         if (!CHECK_OC(oc_ialltoall(team, s, r, BG_BLOCK, &req)))
             break;
         if (round == 1) {
-            double deadline = now_s() + BG_TIMEOUT_S;
+            double deadline = oc_time_now() + BG_TIMEOUT_S;
             struct timespec ms = {0, 1000000};
             do {
                 nanosleep(&ms, NULL);
                 stats(me, ctx, &st);
-            } while (st.lists_posted - base < lists && now_s() < deadline);
+            } while (st.lists_posted - base < lists && oc_time_now() < deadline);
             CHECK(st.lists_posted - base >= lists, "help %u us: %llu of %llu lists posted "
                   "in %d s while the application slept", c->help_us,
                   (unsigned long long)(st.lists_posted - base), (unsigned long long)lists,
@@ -316,7 +310,7 @@ static void aside_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
     int i, j;
 
     stats(me, ctx, &st0);
-    wall = now_s();
+    wall = oc_time_now();
     for (i = 0; i < ASIDE_ROUNDS; i++) {
         oc_request_t *req = NULL;
         for (j = 0; j < c->n; j++)
@@ -329,7 +323,7 @@ static void aside_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
                       "round %d: byte from rank %d", i, j);
         CHECK_OC(oc_request_free(req));
     }
-    wall = now_s() - wall;
+    wall = oc_time_now() - wall;
     stats(me, ctx, &st1);
     cpu = st1.progress_cpu_s - st0.progress_cpu_s;
     CHECK(cpu < 0.05 * wall + 0.002, "the progress thread used %.1f%% of a core (%.4f s of %.4f s) "

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "oc_sync.h"
 #include "offcoll.h"
 
 enum { N = 2, SMALL = 100, LARGE = 20000 /* eager, rendezvous */, HUGE = 65536 };
@@ -37,13 +38,6 @@ enum { N = 2, SMALL = 100, LARGE = 20000 /* eager, rendezvous */, HUGE = 65536 }
 /* UCX's keepalive runs every second (the backend's default): a few rounds. */
 #define DETECT_MAX_S 10.0
 #define REFUSE_MAX_S 5.0 /* at once, but the CI host may be loaded */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* All of len bytes through fd, or -1 (EOF or an error). */
 static int io_all(int fd, void *buf, size_t len, int out)
@@ -178,14 +172,14 @@ static void expect_failure(oc_team_t *team, size_t block, int recv_only, int kil
     else
         st = oc_ialltoall(team, s, r, block, &req);
     assert_int_equal(st, OC_OK);
-    t0 = now_s();
+    t0 = oc_time_now();
     if (kill_fd >= 0) {
         char c = 0;
         assert_int_equal(write_all(kill_fd, &c, 1), 0);
         assert_int_equal(waitpid(child, NULL, 0), child); /* gone from here on */
     }
     st = oc_wait(req);
-    dt = now_s() - t0;
+    dt = oc_time_now() - t0;
     snprintf(detail, sizeof(detail), "%s", oc_last_error());
     print_message("%s: %s after %.3f s: %s\n", what, oc_status_string(st), dt, detail);
     if (st != OC_ERR_BACKEND)
@@ -262,21 +256,21 @@ static void run_case(int inline_mode, int loopback)
     /* But one it had only announced (rendezvous) cannot come: UCX cancels the
      * matched receive, which must fail naming rank 1, not as a timeout. */
     assert_int_equal(oc_start(unfinished), OC_OK);
-    t0 = now_s();
+    t0 = oc_time_now();
     st = oc_wait(unfinished);
     print_message("rendezvous announced before the death: %s after %.3f s: %s\n",
-                  oc_status_string(st), now_s() - t0, oc_last_error());
+                  oc_status_string(st), oc_time_now() - t0, oc_last_error());
     if (st != OC_ERR_BACKEND || strstr(oc_last_error(), "receive from rank 1") == NULL)
         fail_msg("rank 1's unfinished rendezvous: %s (%s), not OC_ERR_BACKEND naming rank 1",
                  oc_status_string(st), oc_last_error());
-    if (now_s() - t0 > REFUSE_MAX_S)
-        fail_msg("rank 1's unfinished rendezvous failed after %.1f s", now_s() - t0);
+    if (oc_time_now() - t0 > REFUSE_MAX_S)
+        fail_msg("rank 1's unfinished rendezvous failed after %.1f s", oc_time_now() - t0);
     assert_int_equal(oc_request_free(unfinished), OC_OK);
 
-    t0 = now_s();
+    t0 = oc_time_now();
     assert_int_equal(oc_team_free(team), OC_OK);
     assert_int_equal(oc_finalize(ctx), OC_OK);
-    print_message("finalize: %.3f s\n", now_s() - t0);
+    print_message("finalize: %.3f s\n", oc_time_now() - t0);
     close(sv[0]);
 }
 
