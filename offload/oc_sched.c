@@ -3,6 +3,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,22 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem)
     *p = np;
     *cap = ncap;
     return 0;
+}
+
+oc_status_t oc_sched_reserve(oc_sched_t *s, size_t n)
+{
+    size_t need = s->ntasks + n;
+    oc_task_t *t;
+    if (n > SIZE_MAX / sizeof(*t) - s->ntasks)
+        return oc_error(OC_ERR_NO_MEMORY, "schedule: %zu more tasks overflow", n);
+    if (need <= s->tasks_cap)
+        return OC_OK;
+    t = realloc(s->tasks, need * sizeof(*t));
+    if (t == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "schedule: out of memory (%zu tasks)", need);
+    s->tasks = t;
+    s->tasks_cap = need;
+    return OC_OK;
 }
 
 oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n)

@@ -68,6 +68,11 @@ void oc_sched_end_list(oc_sched_t *s);
  * Starts a new list when the current one has no room. */
 oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n);
 
+/* Makes room for n more tasks at once: a builder that knows its count saves
+ * the doublings and, for a small team's schedule, an allocation beyond the
+ * allocator's per-thread cache, on every one-shot call. */
+oc_status_t oc_sched_reserve(oc_sched_t *s, size_t n);
+
 /* Allocates size bytes owned by the schedule until oc_sched_fini (NULL when
  * out of memory); earlier blocks stay valid. */
 void *oc_sched_scratch(oc_sched_t *s, size_t size);

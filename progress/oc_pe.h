@@ -131,6 +131,12 @@ unsigned oc_pe_progress(oc_pe_t *pe);
  * one time slice in each of its operations. */
 void oc_pe_poll(oc_pe_t *pe);
 
+/* Application thread that polls in a wait (inline mode, or helping), after
+ * a pass that found no work: yields the core where this host's ranks may
+ * outnumber its CPUs (more of them than CPUs, or no launcher says how many),
+ * where the peer it waits for may need the core; otherwise returns at once. */
+void oc_pe_idle(oc_pe_t *pe);
+
 void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
 
 void oc_pe_counter_init(oc_pe_counter_t *c);

@@ -268,11 +268,11 @@ static oc_status_t bind_thread(pthread_t thread, const char *spec, char *info, s
     return pinned(pin(thread, cpu), cpu, spec, own_str, info, size);
 }
 
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller, int *alone)
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, const oc_pe_host_t *host,
+                       char *info, size_t size, oc_pe_caller_t *caller, int *alone)
 {
     oc_status_t st = bind_thread(thread, spec, info, size, caller, alone);
     if (st == OC_OK && !*alone)
-        *alone = oc_pe_crowded(info, size);
+        *alone = oc_pe_crowded(host, info, size);
     return st;
 }

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "offcoll.h"
+#include "oc_pe_host.h"
 
 /* What OC_PROGRESS_CPUS=auto did to the thread that created a context: the
  * CPU it gave the progress thread, whether it moved the thread (tid) off it,
@@ -27,10 +28,10 @@ typedef struct oc_pe_caller {
  * thread joins the progress thread of a live context that took a CPU from
  * the calling thread, if any. caller must stay in place until
  * oc_pe_unbind_caller. *alone: 1 where the thread has no CPU of its own: it
- * shares the process's only CPU with the application, or the host is
- * crowded (oc_pe_crowded); else 0. */
-oc_status_t oc_pe_bind(pthread_t thread, const char *spec, char *info, size_t size,
-                       oc_pe_caller_t *caller, int *alone);
+ * shares the process's only CPU with the application, or host is crowded
+ * (oc_pe_crowded); else 0. */
+oc_status_t oc_pe_bind(pthread_t thread, const char *spec, const oc_pe_host_t *host,
+                       char *info, size_t size, oc_pe_caller_t *caller, int *alone);
 
 /* Gives the thread that called oc_pe_bind back the CPU it took from it,
  * unless the thread has been bound elsewhere since or has exited. Where a

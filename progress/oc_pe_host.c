@@ -3,7 +3,8 @@
  * among the node's ranks, how many they are, and how many CPUs the host
  * gives the job. OC_WAIT_HELP_US=auto turns helping on where the ranks
  * outnumber half those CPUs (oc_pe_crowded): some progress thread then has
- * no CPU of its own.
+ * no CPU of its own. An idle wait yields the CPU only where they may
+ * outnumber all of them (oc_pe_oversubscribed).
  */
 #include "oc_pe_host.h"
 #include "oc_pe.h"
@@ -182,43 +183,54 @@ int oc_pe_cgroup_cpus(const char *root, const char **source)
  * daemons). The CPUs are the online ones, or fewer where Slurm allocated
  * the job fewer on this node or the process's cgroup has fewer in its
  * cpuset (a container, a Slurm job confined by cgroups): the job may use
- * only those. 4 ranks on 2 CPUs, or 16 unbound on 16 as MPICH leaves them,
- * are crowded. */
-int oc_pe_crowded(char *info, size_t size)
+ * only those. */
+void oc_pe_host_read(oc_pe_host_t *h)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
                                        "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
     static const char *const slurm_cpus[] = {"SLURM_CPUS_ON_NODE"};
-    const char *name = NULL, *cpus_name = NULL, *source = NULL;
-    unsigned long ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
+    const char *source = NULL;
     unsigned long allocated;
-    long cpus, in_cgroup;
+    long in_cgroup;
+
+    memset(h, 0, sizeof(*h));
+    h->ranks = launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &h->ranks_from);
+    if (h->ranks == 0 && (h->ranks = slurm_tasks_here()) != 0)
+        h->ranks_from = "SLURM_STEP_TASKS_PER_NODE";
+    if (h->ranks == 0)
+        return; /* no launcher counts: the host's CPUs need not be read */
+    allocated = launcher_number(slurm_cpus, 1, &source);
+    h->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (allocated > 0 && (h->cpus <= 0 || allocated < (unsigned long)h->cpus)) {
+        h->cpus = (long)allocated;
+        h->cpus_from = source;
+    }
+    in_cgroup = oc_pe_cgroup_cpus("", &source);
+    if (in_cgroup > 0 && (h->cpus <= 0 || in_cgroup < h->cpus)) {
+        h->cpus = in_cgroup;
+        h->cpus_from = source;
+    }
+}
+
+/* 4 ranks on 2 CPUs, or 16 unbound on 16 as MPICH leaves them, are crowded. */
+int oc_pe_crowded(const oc_pe_host_t *h, char *info, size_t size)
+{
     size_t len = strlen(info);
     int crowded;
 
-    if (ranks == 0 && (ranks = slurm_tasks_here()) != 0)
-        name = "SLURM_STEP_TASKS_PER_NODE";
-    if (ranks == 0)
-        return 0; /* no launcher counts: the host's CPUs need not be read */
-    allocated = launcher_number(slurm_cpus, 1, &source);
-    cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (allocated > 0 && (cpus <= 0 || allocated < (unsigned long)cpus)) {
-        cpus = (long)allocated;
-        cpus_name = source;
-    }
-    in_cgroup = oc_pe_cgroup_cpus("", &source);
-    if (in_cgroup > 0 && (cpus <= 0 || in_cgroup < cpus)) {
-        cpus = in_cgroup;
-        cpus_name = source;
-    }
-    if (cpus <= 0)
+    if (h->ranks == 0 || h->cpus <= 0)
         return 0;
-    crowded = ranks > (unsigned long)cpus / 2;
+    crowded = h->ranks > (unsigned long)h->cpus / 2;
     snprintf(info + len, size - len, "; %lu rank%s on this host's %ld CPU%s (%s%s%s): %s",
-             ranks, ranks == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", name,
-             cpus_name != NULL ? ", " : "",
-             cpus_name != NULL ? cpus_name : "",
+             h->ranks, h->ranks == 1 ? "" : "s", h->cpus, h->cpus == 1 ? "" : "s",
+             h->ranks_from, h->cpus_from != NULL ? ", " : "",
+             h->cpus_from != NULL ? h->cpus_from : "",
              crowded ? "not one to spare for each progress thread"
                      : "enough to spare one for each progress thread");
     return crowded;
+}
+
+int oc_pe_oversubscribed(const oc_pe_host_t *h)
+{
+    return h->ranks == 0 || h->cpus <= 0 || h->ranks > (unsigned long)h->cpus;
 }

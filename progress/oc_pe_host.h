@@ -11,13 +11,25 @@
  * says. */
 unsigned long oc_pe_local_rank(void);
 
-/* Whether this node's ranks, as the launcher counts them, are more than half
- * the CPUs the host gives the job: then some rank's progress thread has no
- * CPU of its own, however the ranks are bound. Where a launcher counts
- * them, appends both counts and their sources to info (a string of size
- * bytes), crowded or not. */
-int oc_pe_crowded(char *info, size_t size);
-
+/* This node's ranks as a launcher counts them, and the CPUs the host gives
+ * the job: the online ones, or fewer where Slurm's allocation or the
+ * process's cgroup cpuset says. Read once a context, when it starts. */
+typedef struct {
+    unsigned long ranks;    /* 0: no launcher counts them (nothing else is read) */
+    long cpus;              /* <= 0: unknown */
+    const char *ranks_from; /* the variable that gave ranks (static) */
+    const char *cpus_from;  /* the variable or file that gave cpus; NULL: the online count */
+} oc_pe_host_t;
+void oc_pe_host_read(oc_pe_host_t *h);
+/* Whether the ranks are more than half the CPUs: then some rank's progress
+ * thread has no CPU of its own, however the ranks are bound. Where a
+ * launcher counts them, appends both counts and their sources to info (a
+ * string of size bytes), crowded or not. */
+int oc_pe_crowded(const oc_pe_host_t *h, char *info, size_t size);
+/* Whether the ranks may be more than the CPUs: they are, or no launcher
+ * says. A rank that polls while it waits should then yield the CPU after
+ * each idle pass: the peer it waits for may need it. */
+int oc_pe_oversubscribed(const oc_pe_host_t *h);
 /* How many CPUs the cpuset of this process's cgroup allows (cgroup v2
  * cpuset.cpus.effective, or v1 cpuset.effective_cpus), with /proc and /sys
  * read under root ("" for the real ones; a test passes a folder of its

@@ -1,6 +1,7 @@
 /* Requests: argument checks, schedule construction, start, test, wait, free. */
 #include "oc_persist.h"
 #include "oc_error.h"
+#include "oc_mem.h"
 #include "oc_sync.h"
 
 #include <stdint.h>
@@ -149,7 +150,7 @@ static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched)
     for (i = 0; i < s->nlists; i++)
         if (s->lists[i].ntasks > max)
             max = s->lists[i].ntasks;
-    x = calloc(1, sizeof(*x) + max * sizeof(oc_nic_slot_t));
+    x = oc_zalloc(sizeof(*x) + max * sizeof(oc_nic_slot_t));
     if (x == NULL)
         return NULL;
     x->slots = (oc_nic_slot_t *)(x + 1);
@@ -274,7 +275,7 @@ static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, in
                              oc_coll_args_t *args, size_t mean_block, size_t inplace,
                              oc_request_t **out)
 {
-    oc_request_t *req = calloc(1, sizeof(*req));
+    oc_request_t *req = oc_zalloc(sizeof(*req));
 
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
@@ -381,7 +382,7 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
                               oc_request_t **out)
 {
     req_nums_t nums = take_nums(team, 1); /* taken whatever fails here, as by the peers */
-    oc_request_t *req = calloc(1, sizeof(*req));
+    oc_request_t *req = oc_zalloc(sizeof(*req));
     if (req == NULL) {
         oc_sched_fini(sched);
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", opname);
@@ -654,10 +655,8 @@ static int wait_until(oc_request_t *req, double deadline)
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
         while (oc_request_state(req) == OC_REQ_ACTIVE) {
-            /* An idle pass yields the core: with more ranks than cores the
-             * peer we wait for may need it (as MPI libraries do). */
             if (oc_pe_progress(pe) == 0)
-                sched_yield();
+                oc_pe_idle(pe);
             if (deadline > 0 && oc_time_now() >= deadline)
                 break;
         }

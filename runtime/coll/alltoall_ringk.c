@@ -9,11 +9,11 @@ oc_status_t oc_coll_alltoall_ringk(const oc_coll_args_t *a, unsigned k, oc_sched
 {
     int n = a->size, r = a->rank, d;
     size_t self = oc_coll_scount(a, r);
-    oc_status_t st = OC_OK;
+    oc_status_t st = oc_sched_reserve(s, 2 * (size_t)(n - 1) + 1);
 
     if (k < 1)
         k = 1;
-    if (self > 0) {
+    if (self > 0 && st == OC_OK) {
         oc_task_t t = oc_task_copy(a->rbuf + oc_coll_rdispl(a, r), a->sbuf + oc_coll_sdispl(a, r),
                                    self);
         st = oc_sched_add(s, &t, 1);

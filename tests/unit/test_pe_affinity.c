@@ -470,6 +470,56 @@ static void help_slurm(void **state)
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
+/* The info of a context in mode (thread: with waiters helping, or not) with
+ * OMPI_COMM_WORLD_LOCAL_SIZE at ranks (0: unset) must say want about idle
+ * waits, or nothing where want is NULL. */
+static void idle_info(oc_progress_mode_t mode, unsigned help_us, long ranks, const char *want)
+{
+    oc_config_t c;
+    oc_context_t *ctx = NULL;
+    const char *info;
+    char v[32];
+    if (ranks > 0) {
+        snprintf(v, sizeof(v), "%ld", ranks);
+        setenv("OMPI_COMM_WORLD_LOCAL_SIZE", v, 1);
+    }
+    assert_int_equal(oc_config_init(&c), OC_OK);
+    c.progress = mode;
+    c.wait_help_us = help_us;
+    assert_int_equal(oc_init(&c, &ctx), OC_OK);
+    info = oc_context_progress_info(ctx);
+    if (want == NULL ? strstr(info, "idle waits") != NULL : strstr(info, want) == NULL)
+        fail_msg("%ld ranks: \"%s\" does not say \"%s\"", ranks, info,
+                 want != NULL ? want : "(nothing of idle waits)");
+    assert_int_equal(oc_finalize(ctx), OC_OK);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
+/* A waiter that polls (inline, or helping) yields the CPU after an idle pass
+ * only where the launcher counts more ranks than CPUs on the host, or counts
+ * none: then the peer it waits for may need that CPU. */
+static void idle_yield(void **state)
+{
+    const char *src;
+    const long cpus = host_cpus(&src);
+    char want[96];
+    unsigned i;
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        oc_progress_mode_t mode = i == 0 ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD;
+        idle_info(mode, 1000, 0, "; idle waits yield the CPU (no launcher counts the ranks "
+                                 "on this host)");
+        snprintf(want, sizeof(want), "; idle waits keep the CPU (%ld rank%s on %ld CPU%s)", cpus,
+                 cpus == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
+        idle_info(mode, 1000, cpus, want);
+        snprintf(want, sizeof(want), "; idle waits yield the CPU (%ld ranks on %ld CPU%s)",
+                 cpus + 1, cpus, cpus == 1 ? "" : "s");
+        idle_info(mode, 1000, cpus + 1, want);
+    }
+    /* waiters that only sleep never poll */
+    idle_info(OC_PROGRESS_THREAD, 0, cpus + 1, NULL);
+}
+
 static void refused(void **state)
 {
     oc_config_t c;
@@ -503,7 +553,7 @@ int main(void)
         cmocka_unit_test(parse),     cmocka_unit_test(unbound), cmocka_unit_test(automatic),
         cmocka_unit_test(caller_nested), cmocka_unit_test(shared_cpu), cmocka_unit_test(listed),
         cmocka_unit_test(help_auto), cmocka_unit_test(help_crowded), cmocka_unit_test(help_slurm),
-        cmocka_unit_test(refused),
+        cmocka_unit_test(idle_yield), cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
     unsetenv("OC_PROGRESS_CPUS");
