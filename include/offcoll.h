@@ -212,8 +212,8 @@ OC_API const char *oc_context_backend_info(const oc_context_t *ctx);
  *  ..."): overlap needs a CPU for the thread. Says "; waiting threads
  *  run the engine (OC_WAIT_HELP_US=auto: 1000 us)" where wait_help_us
  *  OC_WAIT_HELP_AUTO turned helping on, and, where waiters poll (inline, or
- *  helping), ends with whether an idle pass of theirs yields the CPU ("; idle
- *  waits keep the CPU (2 ranks on 2 CPUs)"). Owned by the context, fixed at
+ *  helping), ends with whether each idle pass of theirs yields the CPU
+ *  ("; idle waits keep the CPU (2 ranks on 2 CPUs)"). Owned by the context, fixed at
  *  oc_init; "" for a NULL one. */
 OC_API const char *oc_context_progress_info(const oc_context_t *ctx);
 
@@ -328,8 +328,9 @@ OC_API oc_status_t oc_test(oc_request_t *req);
 /** Blocks until the operation completes. In thread mode it sleeps (with
  *  OC_WAIT_HELP_US set, after running the engine itself while that finds
  *  work); inline, it advances the schedule. A waiter that runs the engine
- *  yields the core after a pass that found nothing only where the launcher
- *  counts more ranks on the host than CPUs, or none. After
+ *  yields the core after each pass that found nothing where the launcher
+ *  counts more ranks on the host than CPUs, or none; elsewhere after every
+ *  32nd. After
  *  OC_TIMEOUT_S it cancels the operation and returns OC_ERR_TIMEOUT;
  *  oc_last_error() then names the ranks that never took part. */
 OC_API oc_status_t oc_wait(oc_request_t *req);

@@ -292,12 +292,19 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
 
 /* A yield costs a system call (0.7 us on the 2-vCPU KVM guest, as much as
  * a 1 KB Alltoall between two ranks there) and gains nothing where no other
- * thread waits for the CPU; with more ranks than CPUs the peer this waiter
- * waits for may be the one that does (Open MPI yields there too). */
-void oc_pe_idle(oc_pe_t *pe)
+ * thread waits for the CPU. With more ranks than CPUs the peer this waiter
+ * waits for may be the one that does (Open MPI yields there too); and a
+ * thread of this process bound to the same CPU may be what the operation
+ * waits for (a software NIC's, as softverbs has), so even with a CPU per
+ * rank a waiter yields once every IDLE_PASSES idle passes (about 5 us). */
+enum { IDLE_PASSES = 32 };
+
+void oc_pe_idle(oc_pe_t *pe, unsigned *idle)
 {
-    if (pe->idle_yield)
+    if (pe->idle_yield || ++*idle >= IDLE_PASSES) {
+        *idle = 0;
         sched_yield();
+    }
 }
 
 int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
@@ -319,6 +326,7 @@ int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadl
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
                             _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
 {
+    unsigned idle = 0;
     if (pe->mode == OC_PROGRESS_THREAD &&
         (oc_pe_help(pe, done, arg, deadline) || oc_pe_wait_spin(pe, done, arg, deadline)))
         return OC_OK;
@@ -334,7 +342,9 @@ oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
             return OC_ERR_TIMEOUT;
         if (pe->mode == OC_PROGRESS_INLINE) {
             if (oc_pe_progress(pe) == 0)
-                oc_pe_idle(pe);
+                oc_pe_idle(pe, &idle);
+            else
+                idle = 0;
             continue;
         }
         atomic_fetch_add(sleepers, 1);
@@ -463,6 +473,7 @@ void oc_pe_poll(oc_pe_t *pe)
 int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
 {
     double idle_until;
+    unsigned idle = 0;
     int ok;
     if (pe->help_us == 0)
         return 0;
@@ -476,12 +487,14 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
         double t = oc_time_now();
         if (deadline > 0 && t >= deadline)
             break;
-        if (oc_pe_progress(pe) > 0)
+        if (oc_pe_progress(pe) > 0) {
             idle_until = oc_time_now() + 1e-6 * pe->help_us;
-        else if (t >= idle_until)
+            idle = 0;
+        } else if (t >= idle_until) {
             break;
-        else
-            oc_pe_idle(pe);
+        } else {
+            oc_pe_idle(pe, &idle);
+        }
     }
     atomic_fetch_sub(&pe->helpers, 1);
     if (ok) {
