@@ -40,7 +40,7 @@ struct oc_pe {
                                   help_us and locked */
     int gated;
     unsigned help_us;          /* thread mode: waiters run the engine (oc_pe_help) */
-    int idle_yield;            /* a polling waiter yields after an idle pass (oc_pe_idle) */
+    int idle_yield;            /* a polling waiter yields after each idle pass (oc_pe_idle) */
     /* Inline mode, or thread mode with helping waiters: the engine runs in
      * whichever thread holds it (recursive: an engine callback may call in
      * again). Without them the thread takes no lock. */
@@ -784,7 +784,7 @@ static oc_status_t help_auto(oc_pe_t *pe, int alone)
     return init_lock(pe);
 }
 
-/* Where waiters poll (inline mode, or helping), whether an idle pass yields
+/* Where waiters poll (inline mode, or helping), whether each idle pass yields
  * the CPU, and why (oc_pe_idle). */
 static void idle_rule(oc_pe_t *pe, const oc_pe_host_t *host)
 {
