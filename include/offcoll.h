@@ -102,7 +102,7 @@ typedef enum { OC_BACKEND_AUTO = 0, OC_BACKEND_UCX, OC_BACKEND_VERBS } oc_backen
 
 /** How peers on the same host are reached. */
 typedef enum {
-    OC_INTRANODE_SHM = 0,     /**< shared memory (CPU copies: memcpy, CMA) */
+    OC_INTRANODE_SHM = 0,     /**< shared memory (CPU copies) */
     OC_INTRANODE_LOOPBACK     /**< the network transport, as to a remote host (the NIC's
                                    loopback path; TCP here) */
 } oc_intranode_t;
