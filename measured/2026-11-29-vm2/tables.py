@@ -66,6 +66,19 @@ def p3dfft():
                 med(cma, 'offload', 'comm_ms'), med(fifo, 'offload', 'comm_ms')))
 
 
+def put():
+    for np in (2, 4):
+        runs = alltoall_runs([f'put/np{np}_r*.csv'])
+        print(f'\nput (oc_persist) against burst (oc_thread), {np} ranks ({len(runs)} runs), pure time:\n')
+        print('| block | MPI_Alltoall, µs | burst, µs | put, µs | put / MPI | put / burst |')
+        print('| ---: | ---: | ---: | ---: | ---: | ---: |')
+        for b in sorted({k[1] for k in runs[0]}):
+            med = lambda impl: st.median(float(r[(impl, b)]['pure_us']) for r in runs)
+            print('| %s | %.1f | %.1f | %.1f | %.2f | %.2f |' % (size_label(b), med('mpi_blocking'), med('oc_thread'),
+                                                               med('oc_persist'), med('oc_persist') / med('mpi_blocking'),
+                                                               med('oc_persist') / med('oc_thread')))
+
+
 alltoall(2)
 alltoall(4)
 against('4 ranks, 1-8 KB, FIFO, all runs', ['alltoall/old_np4_noinv_r*.csv', 'alltoall/new_np4_fifo_r*.csv',
@@ -73,3 +86,4 @@ against('4 ranks, 1-8 KB, FIFO, all runs', ['alltoall/old_np4_noinv_r*.csv', 'al
 for np in (2, 4):
     against(f'{np} ranks against MPI without cma (btl_vader_single_copy_mechanism=none)', [f'mpi_none/np{np}_r*.csv'])
 p3dfft()
+put()
