@@ -26,6 +26,18 @@ grep -q "^Backend in use: .*verbs" <<< "$out" || fail "the backend line says not
 expect default "Progress engine: thread"
 expect default "Intranode path"
 expect default "rank 0 -> rank 1: .* (OC_INTRANODE=shm)"
+# A rendezvous on the host goes through the shared-memory FIFO, not cma
+# (offload/ucx/README.md); UCX_CMA_MEMORY_INVALIDATE=y gives cma back where
+# the host has it (the kernel may refuse process_vm_readv between ranks).
+if grep -q "^Backend in use: ucx" <<< "$out"; then
+    path=$(grep "^rank 0 -> rank 1: " <<< "$out")
+    case $path in *cma/*) fail "cma in the default intranode path: $path" ;; esac
+    cma_out=$(unset ${!OC_*}; UCX_CMA_MEMORY_INVALIDATE=y "$info" 2>&1)
+    case $(grep "^rank 0 -> rank 1: " <<< "$cma_out") in
+    *cma/*) ;;
+    *) echo "note: no cma lane with UCX_CMA_MEMORY_INVALIDATE=y on this host (cma unavailable)" ;;
+    esac
+fi
 keys=$(grep -o '^| `OC_[A-Z_]*` |[^|]*| [^|]*' "$readme" | grep -v '| verbs only' |
        sed 's/^| `\(OC_[A-Z_]*\)`.*/\1/')
 [ "$(wc -w <<< "$keys")" -ge 10 ] || fail "found only these variables in $readme: $keys"
