@@ -30,7 +30,7 @@ expect default "rank 0 -> rank 1: .* (OC_INTRANODE=shm)"
 # (offload/ucx/README.md); UCX_CMA_MEMORY_INVALIDATE=y gives cma back where
 # the host has it (the kernel may refuse process_vm_readv between ranks).
 if grep -q "^Backend in use: ucx" <<< "$out"; then
-    path=$(grep "^rank 0 -> rank 1: " <<< "$out")
+    path=$(unset ${!OC_*} UCX_CMA_MEMORY_INVALIDATE; "$info" 2>&1 | grep "^rank 0 -> rank 1: ")
     case $path in *cma/*) fail "cma in the default intranode path: $path" ;; esac
     cma_out=$(unset ${!OC_*}; UCX_CMA_MEMORY_INVALIDATE=y "$info" 2>&1)
     case $(grep "^rank 0 -> rank 1: " <<< "$cma_out") in
