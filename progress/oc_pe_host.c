@@ -42,7 +42,7 @@ unsigned long oc_pe_local_rank(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                                        "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                       "PALS_LOCAL_RANKID"};
+                                       "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"};
     const char *name;
     return launcher_number(vars, sizeof(vars) / sizeof(vars[0]), &name);
 }
@@ -187,7 +187,8 @@ int oc_pe_cgroup_cpus(const char *root, const char **source)
 void oc_pe_host_read(oc_pe_host_t *h)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE",
+                                       "PMI_LOCAL_SIZE"};
     static const char *const slurm_cpus[] = {"SLURM_CPUS_ON_NODE"};
     const char *source = NULL;
     unsigned long allocated;

@@ -237,11 +237,18 @@ static void shared_cpu(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
-/* Entry k of a list goes to the launcher's local rank k. */
+/* The launchers' local ranks, as oc_pe_local_rank() reads them. */
+static const char *const rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                        "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                        "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"};
+
+/* Entry k of a list goes to the launcher's local rank k, whichever launcher
+ * says it. */
 static void listed(void **state)
 {
     cpu_set_t want;
     char list[32], needle[32];
+    size_t v;
     (void)state;
     if (!two_cpus())
         return;
@@ -250,12 +257,14 @@ static void listed(void **state)
     CPU_SET(lo, &want);
     snprintf(needle, sizeof(needle), "on CPU %d (", lo);
     check_binding(list, &want, needle);
-    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1); /* 3 mod 2 */
     CPU_ZERO(&want);
     CPU_SET(hi, &want);
     snprintf(needle, sizeof(needle), "on CPU %d (", hi);
-    check_binding(list, &want, needle);
-    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    for (v = 0; v < sizeof(rank_vars) / sizeof(rank_vars[0]); v++) {
+        setenv(rank_vars[v], "3", 1); /* 3 mod 2 */
+        check_binding(list, &want, needle);
+        unsetenv(rank_vars[v]);
+    }
 }
 
 /* OC_WAIT_HELP_US=auto (the default): waiters run the engine where the
@@ -377,7 +386,8 @@ static int helps_with(const char *spec, const char *var, long value)
 static void help_crowded(void **state)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
+                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE",
+                                       "PMI_LOCAL_SIZE"};
     static const char *const specs[] = {"", "auto"};
     const char *src;
     const long cpus = host_cpus(&src), half = cpus / 2;
@@ -556,18 +566,17 @@ int main(void)
         cmocka_unit_test(idle_yield), cmocka_unit_test(refused),
         cmocka_unit_test(inline_mode),
     };
+    size_t i;
     unsetenv("OC_PROGRESS_CPUS");
     unsetenv("OC_WAIT_HELP_US");
-    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    unsetenv("MPI_LOCALRANKID");
-    unsetenv("MV2_COMM_WORLD_LOCAL_RANK");
-    unsetenv("SLURM_LOCALID");
-    unsetenv("PALS_LOCAL_RANKID");
+    for (i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++)
+        unsetenv(rank_vars[i]);
     /* the host as a whole (crowded): no launcher's count unless a case sets it */
     unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     unsetenv("MPI_LOCALNRANKS");
     unsetenv("MV2_COMM_WORLD_LOCAL_SIZE");
     unsetenv("PALS_LOCAL_SIZE");
+    unsetenv("PMI_LOCAL_SIZE");
     unsetenv("SLURM_STEP_TASKS_PER_NODE");
     unsetenv("SLURM_CPUS_ON_NODE");
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
