@@ -40,7 +40,7 @@ struct oc_pe {
                                   help_us and locked */
     int gated;
     unsigned help_us;          /* thread mode: waiters run the engine (oc_pe_help) */
-    int idle_yield;            /* a polling waiter yields after each idle pass (oc_pe_idle) */
+    int idle_yield;            /* a polling waiter yields after each idle pass (idle_pass) */
     /* Inline mode, or thread mode with helping waiters: the engine runs in
      * whichever thread holds it (recursive: an engine callback may call in
      * again). Without them the thread takes no lock. */
@@ -299,12 +299,29 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
  * rank a waiter yields once every IDLE_PASSES idle passes (about 5 us). */
 enum { IDLE_PASSES = 32 };
 
-void oc_pe_idle(oc_pe_t *pe, unsigned *idle)
+/* A polling waiter after a pass that found no work; *idle counts such
+ * passes in a row (0 again after a pass that found work). */
+static void idle_pass(oc_pe_t *pe, unsigned *idle)
 {
     if (pe->idle_yield || ++*idle >= IDLE_PASSES) {
         *idle = 0;
         sched_yield();
     }
+}
+
+int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+{
+    unsigned idle = 0, passes = 0;
+    while (!done(arg)) {
+        if (oc_pe_progress(pe) == 0)
+            idle_pass(pe, &idle);
+        else
+            idle = 0;
+        /* A clock read costs about what an idle pass does. */
+        if (deadline > 0 && ++passes % 16 == 0 && oc_time_now() >= deadline)
+            return done(arg);
+    }
+    return 1;
 }
 
 int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
@@ -326,9 +343,9 @@ int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadl
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
                             _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
 {
-    unsigned idle = 0;
-    if (pe->mode == OC_PROGRESS_THREAD &&
-        (oc_pe_help(pe, done, arg, deadline) || oc_pe_wait_spin(pe, done, arg, deadline)))
+    if (pe->mode == OC_PROGRESS_INLINE)
+        return oc_pe_poll_until(pe, done, arg, deadline) ? OC_OK : OC_ERR_TIMEOUT;
+    if (oc_pe_help(pe, done, arg, deadline) || oc_pe_wait_spin(pe, done, arg, deadline))
         return OC_OK;
     for (;;) {
         /* Read before the check: a change after it makes the futex return at
@@ -340,13 +357,6 @@ oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
         left = deadline > 0 ? deadline - oc_time_now() : -1;
         if (deadline > 0 && left <= 0)
             return OC_ERR_TIMEOUT;
-        if (pe->mode == OC_PROGRESS_INLINE) {
-            if (oc_pe_progress(pe) == 0)
-                oc_pe_idle(pe, &idle);
-            else
-                idle = 0;
-            continue;
-        }
         atomic_fetch_add(sleepers, 1);
         oc_futex_wait(word, seen, left);
         atomic_fetch_sub(sleepers, 1);
@@ -493,7 +503,7 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
         } else if (t >= idle_until) {
             break;
         } else {
-            oc_pe_idle(pe, &idle);
+            idle_pass(pe, &idle);
         }
     }
     atomic_fetch_sub(&pe->helpers, 1);
@@ -785,7 +795,7 @@ static oc_status_t help_auto(oc_pe_t *pe, int alone)
 }
 
 /* Where waiters poll (inline mode, or helping), whether each idle pass yields
- * the CPU, and why (oc_pe_idle). */
+ * the CPU, and why (idle_pass). */
 static void idle_rule(oc_pe_t *pe, const oc_pe_host_t *host)
 {
     size_t len = strlen(pe->info);

@@ -131,14 +131,13 @@ unsigned oc_pe_progress(oc_pe_t *pe);
  * one time slice in each of its operations. */
 void oc_pe_poll(oc_pe_t *pe);
 
-/* Application thread that polls in a wait (inline mode, or helping), after
- * a pass that found no work; *idle counts such passes in a row (the caller
- * starts it at 0 and sets it to 0 after a pass that found work). Yields the
- * core where this host's ranks may outnumber its CPUs (more of them than
- * CPUs, or no launcher says how many), where the peer it waits for may need
- * it; otherwise only every few dozen idle passes, for a thread of this
- * process that shares its core. */
-void oc_pe_idle(oc_pe_t *pe, unsigned *idle);
+/* Application thread in inline mode: runs the engine until done(arg) (which
+ * may take what it finds: 1 is final) or the deadline (0: none); returns
+ * whether done. Yields the core where this host's ranks may outnumber its
+ * CPUs (more of them than CPUs, or no launcher says how many), where the
+ * peer it waits for may need it; otherwise only every few dozen idle
+ * passes, for a thread of this process that shares its core. */
+int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
 
 void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
 

@@ -654,16 +654,7 @@ static int wait_until(oc_request_t *req, double deadline)
 {
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
-        unsigned idle = 0, passes = 0;
-        while (oc_request_state(req) == OC_REQ_ACTIVE) {
-            if (oc_pe_progress(pe) == 0)
-                oc_pe_idle(pe, &idle);
-            else
-                idle = 0;
-            /* A clock read costs about what an idle pass does. */
-            if (deadline > 0 && ++passes % 16 == 0 && oc_time_now() >= deadline)
-                break;
-        }
+        oc_pe_poll_until(pe, req_done, req, deadline);
     } else {
         uint32_t s;
         if (!oc_pe_help(pe, req_done, req, deadline))

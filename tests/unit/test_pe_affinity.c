@@ -237,10 +237,14 @@ static void shared_cpu(void **state)
     assert_int_equal(sched_setaffinity(0, sizeof(own), &own), 0);
 }
 
-/* The launchers' local ranks, as oc_pe_local_rank() reads them. */
+/* The launchers' local ranks, as oc_pe_local_rank() reads them, and their
+ * counts of ranks on the host, as oc_pe_host_read() does. */
 static const char *const rank_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
                                         "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
                                         "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"};
+static const char *const size_vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                        "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE",
+                                        "PMI_LOCAL_SIZE"};
 
 /* Entry k of a list goes to the launcher's local rank k, whichever launcher
  * says it. */
@@ -385,9 +389,6 @@ static int helps_with(const char *spec, const char *var, long value)
  * decide as above. Either way the info says how many of each it counted. */
 static void help_crowded(void **state)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "MV2_COMM_WORLD_LOCAL_SIZE", "PALS_LOCAL_SIZE",
-                                       "PMI_LOCAL_SIZE"};
     static const char *const specs[] = {"", "auto"};
     const char *src;
     const long cpus = host_cpus(&src), half = cpus / 2;
@@ -396,11 +397,11 @@ static void help_crowded(void **state)
     if (!two_cpus())
         return;
     for (i = 0; i < 2; i++)
-        for (v = 0; v < sizeof(vars) / sizeof(vars[0]); v++) {
-            if (!helps_with(specs[i], vars[v], half + 1))
-                fail_msg("%s=%ld, %ld CPUs: waiters do not help", vars[v], half + 1, cpus);
-            if (helps_with(specs[i], vars[v], half))
-                fail_msg("%s=%ld, %d of %ld CPUs: waiters help", vars[v], half,
+        for (v = 0; v < sizeof(size_vars) / sizeof(size_vars[0]); v++) {
+            if (!helps_with(specs[i], size_vars[v], half + 1))
+                fail_msg("%s=%ld, %ld CPUs: waiters do not help", size_vars[v], half + 1, cpus);
+            if (helps_with(specs[i], size_vars[v], half))
+                fail_msg("%s=%ld, %d of %ld CPUs: waiters help", size_vars[v], half,
                          CPU_COUNT(&own), cpus);
         }
     /* not a number, or 0: as if no launcher said */
@@ -572,11 +573,8 @@ int main(void)
     for (i = 0; i < sizeof(rank_vars) / sizeof(rank_vars[0]); i++)
         unsetenv(rank_vars[i]);
     /* the host as a whole (crowded): no launcher's count unless a case sets it */
-    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    unsetenv("MPI_LOCALNRANKS");
-    unsetenv("MV2_COMM_WORLD_LOCAL_SIZE");
-    unsetenv("PALS_LOCAL_SIZE");
-    unsetenv("PMI_LOCAL_SIZE");
+    for (i = 0; i < sizeof(size_vars) / sizeof(size_vars[0]); i++)
+        unsetenv(size_vars[i]);
     unsetenv("SLURM_STEP_TASKS_PER_NODE");
     unsetenv("SLURM_CPUS_ON_NODE");
     if (sched_getaffinity(0, sizeof(own), &own) != 0)
