@@ -20,7 +20,7 @@ void oc_sched_init(oc_sched_t *s, size_t list_max)
     s->list_max = list_max;
 }
 
-void oc_sched_fini(oc_sched_t *s)
+static void free_scratch(oc_sched_t *s)
 {
     scratch_block_t *b = s->scratch;
     while (b != NULL) {
@@ -28,9 +28,23 @@ void oc_sched_fini(oc_sched_t *s)
         free(b);
         b = next;
     }
+    s->scratch = NULL;
+}
+
+void oc_sched_fini(oc_sched_t *s)
+{
+    free_scratch(s);
     free(s->tasks);
     free(s->lists);
     memset(s, 0, sizeof(*s));
+}
+
+void oc_sched_clear(oc_sched_t *s, size_t list_max)
+{
+    free_scratch(s);
+    s->ntasks = s->nlists = 0;
+    s->list_open = 0;
+    s->list_max = list_max;
 }
 
 void oc_sched_end_list(oc_sched_t *s)

@@ -59,6 +59,8 @@ typedef struct {
 
 void oc_sched_init(oc_sched_t *s, size_t list_max);
 void oc_sched_fini(oc_sched_t *s);
+/* Empties s (initialised, or zeroed) for a new build, keeping its arrays. */
+void oc_sched_clear(oc_sched_t *s, size_t list_max);
 
 /* Ends the current list: the next task goes into a new one (a stage boundary). */
 void oc_sched_end_list(oc_sched_t *s);

@@ -33,14 +33,15 @@ typedef struct oc_pe_item {
 typedef void (*oc_pe_complete_fn)(oc_pe_exec_t *x, oc_status_t status);
 
 /* One execution of a schedule. The owner fills sched, match, slots (at least
- * the schedule's largest list), complete and optionally started, then calls
- * oc_pe_start(); the rest is the engine's. The exec must stay alive until
+ * the schedule's largest list, nslots of them), complete and optionally
+ * started, then calls oc_pe_start(); the rest is the engine's. The exec must stay alive until
  * complete() ran and, after a cancel, until oc_pe_exec_release(). */
 struct oc_pe_exec {
     oc_pe_item_t item;
     const oc_sched_t *sched;
     oc_nic_match_t match;
     oc_nic_slot_t *slots;
+    size_t nslots;
     oc_pe_complete_fn complete;
     void (*started)(oc_pe_exec_t *x); /* optional: on the engine's thread, first */
     void *owner;     /* for complete() */

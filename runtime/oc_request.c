@@ -140,20 +140,31 @@ static void req_complete(oc_pe_exec_t *x, oc_status_t st)
         oc_futex_wake_all(&req->state);
 }
 
-static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched)
+/* The state for running schedule i_sched, in reuse (an earlier execution's,
+ * finished and not cancelled) where it has slots enough; reuse is freed
+ * otherwise. */
+static oc_pe_exec_t *exec_alloc(oc_request_t *req, unsigned i_sched, oc_pe_exec_t *reuse)
 {
     const oc_sched_t *s = &req->sched[i_sched];
     oc_team_t *team = req->team;
     size_t i, max = 1;
-    oc_pe_exec_t *x;
+    oc_pe_exec_t *x = reuse;
 
     for (i = 0; i < s->nlists; i++)
         if (s->lists[i].ntasks > max)
             max = s->lists[i].ntasks;
-    x = oc_zalloc(sizeof(*x) + max * sizeof(oc_nic_slot_t));
-    if (x == NULL)
-        return NULL;
+    if (x != NULL && x->nslots >= max) {
+        /* Its slots hold no handle: a backend clears each as its task ends. */
+        max = x->nslots;
+        memset(x, 0, sizeof(*x));
+    } else {
+        free(x);
+        x = oc_zalloc(sizeof(*x) + max * sizeof(oc_nic_slot_t));
+        if (x == NULL)
+            return NULL;
+    }
     x->slots = (oc_nic_slot_t *)(x + 1);
+    x->nslots = max;
     x->sched = s;
     x->complete = req_complete;
     x->owner = req;
@@ -234,7 +245,7 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nu
     req->seq = nums.seq;
     req->match = nums.match;
     for (i = 0; i < req->nsched; i++)
-        if ((req->xs[i] = exec_alloc(req, i)) == NULL) {
+        if ((req->xs[i] = exec_alloc(req, i, req->xs[i])) == NULL) {
             oc_status_t st = oc_error(OC_ERR_NO_MEMORY, "%s: request state", fn);
             req_destroy(req);
             return st;
@@ -256,11 +267,58 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nu
     return OC_OK;
 }
 
+/* A team keeps the last one-shot request freed on it for its next call,
+ * which then reuses the request, its schedule's arrays and its execution
+ * state instead of allocating them: malloc and free took an eighth of a 1 KB
+ * Alltoall's time on 2 ranks (docs/performance.md, "A freed one-shot request
+ * is reused"). One spare, passed by atomic exchange, serves the usual thread
+ * that calls one collective after another; a second thread's calls allocate
+ * as before. Not kept: persistent requests and what a cancel may still reach. */
+static int spare_keep(oc_request_t *req)
+{
+    oc_request_t *old;
+    if (req->persistent || req->nsched != 1 || req->cancelled_once || req->win != NULL ||
+        req->xs[0] == NULL || req->xs[0]->cancelled)
+        return 0;
+    free(req->stuck_on);
+    free(req->inplace);
+    free(req->put_peers);
+    req->stuck_on = req->inplace = req->put_peers = NULL;
+    old = atomic_exchange(&req->team->spare, req);
+    if (old != NULL)
+        req_destroy(old);
+    return 1;
+}
+
+/* A zeroed request for team: its spare, cleared, if it has one. */
+static oc_request_t *spare_take(oc_team_t *team)
+{
+    oc_request_t *req = atomic_exchange(&team->spare, NULL);
+    oc_sched_t s;
+    oc_pe_exec_t *x;
+    if (req == NULL)
+        return oc_zalloc(sizeof(*req));
+    s = req->sched[0];
+    x = req->xs[0];
+    memset(req, 0, sizeof(*req));
+    req->sched[0] = s; /* cleared by req_build, emptied by exec_alloc */
+    req->xs[0] = x;
+    return req;
+}
+
+void oc_request_spare_free(oc_team_t *team)
+{
+    oc_request_t *req = atomic_exchange(&team->spare, NULL);
+    if (req != NULL)
+        req_destroy(req);
+}
+
 /* Undoes req_register. */
 static void req_unregister(oc_request_t *req)
 {
     oc_team_t *team = req->team;
-    req_destroy(req);
+    if (!spare_keep(req))
+        req_destroy(req);
     atomic_fetch_sub(&team->nrequests, 1);
     atomic_fetch_sub(&team->ctx->nrequests, 1);
 }
@@ -275,19 +333,19 @@ static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, in
                              oc_coll_args_t *args, size_t mean_block, size_t inplace,
                              oc_request_t **out)
 {
-    oc_request_t *req = oc_zalloc(sizeof(*req));
+    oc_request_t *req = spare_take(team);
 
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
+    req->team = team;
     if (args->sbuf == OC_IN_PLACE) {
         req->inplace = inplace < SIZE_MAX ? malloc(inplace + 1) : NULL;
         if (req->inplace == NULL) {
-            free(req);
+            req_destroy(req);
             return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
         }
         args->sbuf = req->inplace;
     }
-    req->team = team;
     req->persistent = persistent;
     req->opname = v ? "alltoallv" : "alltoall";
     req->alg = oc_coll_alltoall_select(&team->ctx->cfg, v, persistent, mean_block, team->size);
@@ -303,7 +361,7 @@ static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_ar
     oc_sched_t *s = &req->sched[i];
     oc_status_t st = OC_OK;
 
-    oc_sched_init(s, req->team->ctx->cfg.list_max);
+    oc_sched_clear(s, req->team->ctx->cfg.list_max);
     if (req->inplace != NULL && inplace > 0) {
         oc_task_t t = oc_task_copy(req->inplace, args->rbuf, inplace);
         st = oc_sched_add(s, &t, 1);
@@ -574,7 +632,7 @@ static oc_status_t req_start(oc_request_t *req)
     i = atomic_load(&req->starts) % req->nsched;
     if (req->xs[i]->cancelled) {
         /* The cancelled list may still be in flight: leave it to the engine. */
-        oc_pe_exec_t *fresh = exec_alloc(req, i);
+        oc_pe_exec_t *fresh = exec_alloc(req, i, NULL);
         if (fresh == NULL)
             return oc_error(OC_ERR_NO_MEMORY, "oc_start: request state");
         oc_pe_call(req->team->ctx->pe, release_fn, req->xs[i]);

@@ -46,6 +46,8 @@ struct oc_team {
                                        votes and barriers need no memory (counted in
                                        nrequests) */
     int32_t *gather_buf;            /* its blocks: size sent, size received */
+    struct oc_request *_Atomic spare; /* the last one-shot request freed, for the next
+                                       (oc_request.c, spare_keep) */
 };
 
 /* Request state word; OC_REQ_WAITERS is or-ed in while a thread sleeps on it. */
@@ -204,6 +206,9 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
 oc_status_t oc_request_alltoall_make(const char *fn, oc_team_t *team, const void *sbuf,
                                      void *rbuf, size_t len, int renumber, oc_request_t **req);
 void oc_request_launch(oc_request_t *req);
+
+/* Frees the one-shot request team keeps for reuse (team->spare), if any. */
+void oc_request_spare_free(oc_team_t *team);
 
 /* Window of n counters created for the runtime's own use (halo plans, put
  * all-to-alls). st: this member's status so far; it votes whatever it is, so

@@ -377,6 +377,7 @@ static void team_destroy(oc_team_t *team)
         return;
     if (team->gather_req != NULL)
         oc_request_free(team->gather_req);
+    oc_request_spare_free(team);
     free(team->gather_buf);
     registry_remove(team->ctx, team);
     free(team->peer_ids);

@@ -83,15 +83,7 @@ out:
 
 static void *rank_main(void *arg)
 {
-    ut_rank_t *me = arg;
-    const oc_progress_mode_t *mode = me->c;
-    oc_config_t cfg;
-
-    if (!CHECK_OC(oc_config_init(&cfg)))
-        return NULL;
-    cfg.progress = *mode;
-    cfg.timeout_s = 20;
-    ut_with_team(me, &cfg, run);
+    ut_with_mode(arg, NULL, run);
     return NULL;
 }
 
@@ -100,13 +92,11 @@ static void test_wrap(void **state)
     ut_run_ranks(N, rank_main, *state, "a persistent request after the numbers wrapped");
 }
 
-static const oc_progress_mode_t thread_mode = OC_PROGRESS_THREAD, inline_mode = OC_PROGRESS_INLINE;
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        {"thread mode", test_wrap, NULL, NULL, (void *)&thread_mode},
-        {"inline mode", test_wrap, NULL, NULL, (void *)&inline_mode},
+        {"thread mode", test_wrap, NULL, NULL, (void *)&ut_thread_mode},
+        {"inline mode", test_wrap, NULL, NULL, (void *)&ut_inline_mode},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

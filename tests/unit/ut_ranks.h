@@ -107,6 +107,25 @@ static inline void ut_with_team(ut_rank_t *me, const oc_config_t *cfg,
     ut_close(me, ctx, team);
 }
 
+/* Cases run in each progress mode point their c at one of these. */
+static const oc_progress_mode_t ut_thread_mode = OC_PROGRESS_THREAD;
+static const oc_progress_mode_t ut_inline_mode = OC_PROGRESS_INLINE;
+
+/* ut_with_team in the case's progress mode (c points to it), with a 20 s
+ * timeout and whatever tune (may be NULL) changes. */
+static inline void ut_with_mode(ut_rank_t *me, void (*tune)(oc_config_t *cfg),
+                                void (*body)(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team))
+{
+    oc_config_t cfg;
+    if (!CHECK_OC(oc_config_init(&cfg)))
+        return;
+    cfg.progress = *(const oc_progress_mode_t *)me->c;
+    cfg.timeout_s = 20;
+    if (tune != NULL)
+        tune(&cfg);
+    ut_with_team(me, &cfg, body);
+}
+
 /* Runs fn on n rank threads with case c; prints the first failure of each
  * rank, naming label, and returns whether there was one; cmocka-fails on a
  * rank that hangs. */
