@@ -300,14 +300,22 @@ void oc_pe_counter_add(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n)
 enum { IDLE_PASSES = 32 };
 
 /* A polling waiter after a pass that found no work; *idle counts such
- * passes in a row (0 again after a pass that found work). */
-static void idle_pass(oc_pe_t *pe, unsigned *idle)
+ * passes in a row (0 again after a pass that found work). Returns whether
+ * it yielded. */
+static int idle_pass(oc_pe_t *pe, unsigned *idle)
 {
     if (pe->idle_yield || ++*idle >= IDLE_PASSES) {
         *idle = 0;
         sched_yield();
+        return 1;
     }
+    return 0;
 }
+
+/* A polling waiter reads the clock once every CLOCK_PASSES passes: a read
+ * costs about what an idle pass does, and a small operation is done within
+ * a few passes. */
+enum { CLOCK_PASSES = 16 };
 
 int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
 {
@@ -317,8 +325,7 @@ int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double dead
             idle_pass(pe, &idle);
         else
             idle = 0;
-        /* A clock read costs about what an idle pass does. */
-        if (deadline > 0 && ++passes % 16 == 0 && oc_time_now() >= deadline)
+        if (deadline > 0 && ++passes % CLOCK_PASSES == 0 && oc_time_now() >= deadline)
             return done(arg);
     }
     return 1;
@@ -482,9 +489,9 @@ void oc_pe_poll(oc_pe_t *pe)
 
 int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
 {
-    double idle_until;
-    unsigned idle = 0;
-    int ok;
+    double idle_from = 0;
+    unsigned idle = 0, passes = 0;
+    int ok, found = 1; /* found: work since the last clock read (the start counts) */
     if (pe->help_us == 0)
         return 0;
     /* done() may take what it finds (a counter's arrivals): 1 is final. */
@@ -492,18 +499,25 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
         return 1;
     atomic_fetch_add(&pe->helpers, 1);
     atomic_fetch_add(&pe->helped, 1);
-    idle_until = oc_time_now() + 1e-6 * pe->help_us;
     while (!(ok = done(arg))) {
-        double t = oc_time_now();
-        if (deadline > 0 && t >= deadline)
-            break;
+        int yielded = 0;
         if (oc_pe_progress(pe) > 0) {
-            idle_until = oc_time_now() + 1e-6 * pe->help_us;
             idle = 0;
-        } else if (t >= idle_until) {
-            break;
+            found = 1;
         } else {
-            idle_pass(pe, &idle);
+            yielded = idle_pass(pe, &idle);
+        }
+        /* The idle time runs from the first clock read after work; after a
+         * yield, which may have lasted a time slice, the clock is read. */
+        if (yielded || ++passes % CLOCK_PASSES == 0) {
+            double t = oc_time_now();
+            if (deadline > 0 && t >= deadline)
+                break;
+            if (found)
+                idle_from = t;
+            else if (t - idle_from >= 1e-6 * pe->help_us)
+                break;
+            found = 0;
         }
     }
     atomic_fetch_sub(&pe->helpers, 1);

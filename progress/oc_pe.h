@@ -153,7 +153,8 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 
 /* Application thread, thread mode, before it polls or sleeps: where waiters
  * help (help_us > 0), runs the engine itself while done(arg) does not hold,
- * until a pass has found no work for help_us or the deadline passes; the
+ * until it has found no work for help_us or the deadline passes (the clock
+ * read every few passes, and after each yield); the
  * thread stands aside meanwhile. Leaving with the operation unfinished, it
  * hands the work to the thread at once; else it wakes an armed thread to arm
  * again. Returns 1 once done(arg) returned 1 (which

@@ -43,6 +43,7 @@ def table(folder, np):
             st.median(rat(old, 'oc_inline')), st.median(rat(new, 'oc_inline'))))
 
 
-for folder, nps in (('small', (2, 4)), ('small1k', (4,)), ('full', (2, 4))):
-    for np in nps:
-        table(folder, np)
+for base in ('', 'help/'):
+    for folder, nps in (('small', (2, 4)), ('small1k', (4,)), ('full', (2, 4))):
+        for np in nps:
+            table(base + folder, np)
