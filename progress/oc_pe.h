@@ -34,8 +34,9 @@ typedef void (*oc_pe_complete_fn)(oc_pe_exec_t *x, oc_status_t status);
 
 /* One execution of a schedule. The owner fills sched, match, slots (at least
  * the schedule's largest list, nslots of them), complete and optionally
- * started, then calls oc_pe_start(); the rest is the engine's. The exec must stay alive until
- * complete() ran and, after a cancel, until oc_pe_exec_release(). */
+ * started, then calls oc_pe_start(); the rest is the engine's. The exec must
+ * stay alive until complete() ran and, after a cancel, until
+ * oc_pe_exec_release(). */
 struct oc_pe_exec {
     oc_pe_item_t item;
     const oc_sched_t *sched;
@@ -154,15 +155,14 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
 /* Application thread, thread mode, before it polls or sleeps: where waiters
  * help (help_us > 0), runs the engine itself while done(arg) does not hold,
  * until it has found no work for help_us or the deadline passes (the clock
- * read every few passes, and after each yield); the
- * thread stands aside meanwhile. Leaving with the operation unfinished, it
- * hands the work to the thread at once; else it wakes an armed thread to arm
- * again. Returns 1 once done(arg) returned 1 (which
- * may have taken what it found, a counter's arrivals), 0 where it did not
- * or waiters do not help. The
- * thread hands work over only as fast as it is scheduled: a waiter that
- * would sleep anyway saves the hand-over's two wake-ups, and with more
- * threads than cores it needs no core but its own. */
+ * read every few passes, and after each yield); the thread stands aside
+ * meanwhile. Leaving with the operation unfinished, it hands the work to the
+ * thread at once; else it wakes an armed thread to arm again. Returns 1 once
+ * done(arg) returned 1 (which may have taken what it found, a counter's
+ * arrivals), 0 where it did not or waiters do not help. The thread hands
+ * work over only as fast as it is scheduled: a waiter that would sleep
+ * anyway saves the hand-over's two wake-ups, and with more threads than
+ * cores it needs no core but its own. */
 int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
 
 /* Application thread, thread mode, before it sleeps: polls done(arg) for
