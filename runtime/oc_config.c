@@ -6,7 +6,9 @@
 #include "offcoll.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,15 @@ static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise"
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
 static const char *const intranode_names[] = {"shm", "loopback"};
+
+/* Every variable offcoll reads, the verbs backend's two included: any other
+ * OC_* name is one offcoll ignores, most likely a misspelt one. */
+static const char *const known_vars[] = {
+    "OC_PROGRESS",  "OC_BACKEND",       "OC_VERBS_TRIGGER", "OC_VERBS_MAX_PEERS",
+    "OC_LIST_MAX",  "OC_ALLTOALL_ALG",  "OC_ALLTOALLV_ALG", "OC_RINGK",
+    "OC_BRUCK_MAX", "OC_RINGK_MIN",     "OC_SPIN_US",       "OC_WAIT_HELP_US",
+    "OC_TIMEOUT_S", "OC_VERBOSE",       "OC_INTRANODE",     "OC_PROGRESS_CPUS",
+    "OC_WARN_UNKNOWN"};
 
 #define NAME_OF(names, v) \
     ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof((names)[0]) ? (names)[v] : "invalid")
@@ -88,6 +99,7 @@ static void defaults(oc_config_t *c)
     c->wait_help_us = OC_WAIT_HELP_AUTO;
     c->timeout_s = 300;
     c->verbose = 0;
+    c->warn_unknown = 1;
 }
 
 oc_status_t oc_config_init(oc_config_t *cfg)
@@ -124,6 +136,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     UINT("OC_RINGK_MIN", 0, SIZE_MAX, ringk_min)
     UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
     UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
+    UINT("OC_WARN_UNKNOWN", 0, 1, warn_unknown)
     u = c.wait_help_us;
     if (!env_is("OC_WAIT_HELP_US", "auto") &&
         oc_env_uint("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, &u) != OC_OK)
@@ -176,13 +189,80 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_WAIT_HELP_US  = %s\n"
              "OC_TIMEOUT_S     = %g\n"
              "OC_VERBOSE       = %d\n"
+             "OC_WARN_UNKNOWN  = %d\n"
              "OC_INTRANODE     = %s\n"
              "OC_PROGRESS_CPUS = %.*s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
              c->ringk_min, c->spin_us, wait_help_str(c, help, sizeof(help)), c->timeout_s, c->verbose,
-             NAME_OF(intranode_names, c->intranode),
+             c->warn_unknown, NAME_OF(intranode_names, c->intranode),
              c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
              c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");
     return OC_OK;
+}
+
+/* Edit distance between a[0..la) and b, or UINT_MAX where either is too long
+ * for a row (no name offcoll reads is). */
+static unsigned edit_distance(const char *a, size_t la, const char *b)
+{
+    enum { MAX = 32 };
+    unsigned row[MAX + 1], lb = (unsigned)strlen(b);
+    if (la > MAX || lb > MAX)
+        return UINT_MAX;
+    for (unsigned j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        unsigned diag = row[0]; /* row[i-1][j-1] */
+        row[0] = (unsigned)i;
+        for (unsigned j = 1; j <= lb; j++) {
+            unsigned up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+size_t oc_config_unknown_vars(char *const *env, char *buf, size_t size)
+{
+    size_t n = 0, used = 0;
+    if (size > 0)
+        buf[0] = '\0';
+    for (; env != NULL && *env != NULL; env++) {
+        const char *e = *env, *eq = strchr(e, '=');
+        size_t len = eq != NULL ? (size_t)(eq - e) : strlen(e), k, near = 0;
+        unsigned best = UINT_MAX;
+        if (strncmp(e, "OC_", 3) != 0)
+            continue;
+        for (k = 0; k < sizeof(known_vars) / sizeof(known_vars[0]); k++) {
+            unsigned d = edit_distance(e, len, known_vars[k]);
+            if (d < best) {
+                best = d;
+                near = k;
+            }
+        }
+        if (best == 0)
+            continue;
+        if (used < size) /* a suggestion only where the name is a slip of a known one */
+            used += (size_t)snprintf(buf + used, size - used, best <= 3 ? "%s%.*s (did you "
+                                     "mean %s?)" : "%s%.*s", n > 0 ? ", " : "", (int)len, e,
+                                     known_vars[near]);
+        n++;
+    }
+    return n;
+}
+
+void oc_config_warn_unknown(const oc_config_t *c)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    extern char **environ;
+    char names[512];
+    if (c->warn_unknown && oc_config_unknown_vars(environ, names, sizeof(names)) > 0 &&
+        !atomic_flag_test_and_set(&warned))
+        oc_warn("OC_* variables offcoll does not read, ignored: %s (offcoll_info lists those "
+                "it reads; OC_WARN_UNKNOWN=0 silences this)", names);
 }

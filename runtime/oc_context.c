@@ -38,6 +38,9 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->wait_help_us > OC_CFG_SPIN_US_MAX && c->wait_help_us != OC_WAIT_HELP_AUTO)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->wait_help_us=%u: at most %u, or "
                         "OC_WAIT_HELP_AUTO", c->wait_help_us, OC_CFG_SPIN_US_MAX);
+    if (c->warn_unknown != 0 && c->warn_unknown != 1)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->warn_unknown=%d: must be 0 or 1",
+                        c->warn_unknown);
     if (c->verbose < 0 || c->verbose > OC_CFG_VERBOSE_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->verbose=%d: must be 0..%d", c->verbose,
                         OC_CFG_VERBOSE_MAX);
@@ -123,6 +126,7 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
         free(ctx);
         return st;
     }
+    oc_config_warn_unknown(&ctx->cfg);
     pthread_mutex_init(&ctx->teams_lock, NULL);
     st = open_backend(ctx);
     if (st == OC_OK)

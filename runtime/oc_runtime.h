@@ -161,6 +161,16 @@ oc_status_t oc_config_check_cpus(const char *name, const char *v);
 /* OC_WAIT_HELP_US in force: 0 outside thread mode. */
 unsigned oc_config_wait_help_us(const oc_config_t *c);
 
+/* Writes into buf (truncated to size) the OC_* names of env that offcoll does
+ * not read, ", " between them, each with the name it is a slip of where one is
+ * close; returns how many there are. */
+size_t oc_config_unknown_vars(char *const *env, char *buf, size_t size);
+
+/* Once per process, where c->warn_unknown: a warning naming the OC_* variables
+ * of the environment that offcoll does not read (a misspelt one would
+ * otherwise be ignored without a word). */
+void oc_config_warn_unknown(const oc_config_t *c);
+
 /* Collective exchanges over the team's own network path, run by burst
  * whatever the members' OC_ALLTOALL_ALG. Each first votes (oc_team_vote) on
  * st, this member's status so far, and on whether it could make the

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "offcoll.h"
@@ -37,6 +38,7 @@ static const struct {
     FIELD("OC_TIMEOUT_S", timeout_s, F_DOUBLE),
     FIELD("OC_VERBOSE", verbose, F_INT),
     FIELD("OC_INTRANODE", intranode, F_INT),
+    FIELD("OC_WARN_UNKNOWN", warn_unknown, F_INT),
 #undef FIELD
 };
 enum { NFIELDS = sizeof(fields) / sizeof(fields[0]) };
@@ -117,6 +119,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.wait_help_us, OC_WAIT_HELP_AUTO);
     assert_true(c.timeout_s == 300);
     assert_int_equal(c.verbose, 0);
+    assert_int_equal(c.warn_unknown, 1);
     assert_int_equal(oc_config_init(NULL), OC_ERR_INVALID_ARG);
 }
 
@@ -151,6 +154,7 @@ static void test_each_variable(void **state)
         {"OC_VERBOSE", "1", 1},
         {"OC_INTRANODE", "loopback", OC_INTRANODE_LOOPBACK},
         {"OC_INTRANODE", "shm", OC_INTRANODE_SHM},
+        {"OC_WARN_UNKNOWN", "0", 0},
         {"OC_LIST_MAX", "", 64}, /* empty counts as unset */
     };
     (void)state;
@@ -186,6 +190,7 @@ static void test_malformed(void **state)
         {"OC_BRUCK_MAX", "-1"},    {"OC_RINGK_MIN", "1e3"},  {"OC_INTRANODE", "tcp"},
         /* strtoull skips leading blanks and then accepts a minus sign */
         {"OC_BRUCK_MAX", " -1"},
+        {"OC_WARN_UNKNOWN", "2"}, {"OC_WARN_UNKNOWN", "yes"},
         {"OC_PROGRESS_CPUS", "x"}, {"OC_PROGRESS_CPUS", "3-1"}, {"OC_PROGRESS_CPUS", "1,"},
         {"OC_PROGRESS_CPUS", "1024"}, {"OC_PROGRESS_CPUS", "-1"}, {"OC_PROGRESS_CPUS", " 1"},
         {"OC_PROGRESS_CPUS", "0-1023,5"}, {"OC_PROGRESS_CPUS", "auto,1"},
@@ -346,7 +351,7 @@ static void test_init_arguments(void **state)
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
         {"timeout_s", -1}, {"intranode", 2}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
         {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
-        {"wait_help_us", 2e7},
+        {"wait_help_us", 2e7}, {"warn_unknown", 2}, {"warn_unknown", -1},
     };
     static char sentinel; /* a non-NULL *ctx that a failed oc_init must clear */
     oc_config_t good;
@@ -402,6 +407,72 @@ static void test_init_valid(void **state)
     assert_int_equal(oc_finalize(NULL), OC_ERR_INVALID_ARG);
 }
 
+/* What oc_init and oc_finalize write on stderr (fd 2), into out. */
+static void init_stderr(char *out, size_t size)
+{
+    FILE *f = tmpfile();
+    int saved = dup(2);
+    oc_context_t *ctx;
+    size_t n;
+    assert_non_null(f);
+    assert_true(saved >= 0);
+    fflush(stderr);
+    assert_true(dup2(fileno(f), 2) == 2);
+    if (oc_init(NULL, &ctx) != OC_OK || oc_finalize(ctx) != OC_OK) {
+        dup2(saved, 2);
+        fail_msg("oc_init: %s", oc_last_error());
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(f);
+    n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+static size_t count(const char *s, const char *sub)
+{
+    size_t n = 0;
+    for (; (s = strstr(s, sub)) != NULL; s++)
+        n++;
+    return n;
+}
+
+/* A misspelt variable would be ignored without a word: oc_init names every
+ * OC_* variable offcoll does not read, with the one meant where it is a slip,
+ * once per process, unless OC_WARN_UNKNOWN=0. */
+static void test_unknown_vars(void **state)
+{
+    extern char **environ;
+    char out[4096], names[64][64];
+    size_t n = 0;
+    (void)state;
+    for (char **e = environ; *e != NULL && n < 64; e++) /* the machine's, and ours */
+        if (strncmp(*e, "OC_", 3) == 0)
+            snprintf(names[n++], sizeof(names[0]), "%.*s", (int)strcspn(*e, "="), *e);
+    while (n > 0)
+        unsetenv(names[--n]);
+    setenv("OC_RINGKK", "2", 1);
+    setenv("OC_FOO", "1", 1);
+    setenv("OC_RINGK", "3", 1);
+    setenv("OC_WARN_UNKNOWN", "0", 1);
+    init_stderr(out, sizeof(out));
+    if (strstr(out, "OC_RINGKK") != NULL)
+        fail_msg("OC_WARN_UNKNOWN=0, yet: %s", out);
+    unsetenv("OC_WARN_UNKNOWN");
+    init_stderr(out, sizeof(out));
+    if (strstr(out, "OC_RINGKK (did you mean OC_RINGK?)") == NULL ||
+        strstr(out, "OC_FOO") == NULL || strstr(out, "OC_FOO (did") != NULL ||
+        count(out, "OC_RINGK") != 2 /* OC_RINGKK and the one meant, not the known one */)
+        fail_msg("the warning: \"%s\"", out);
+    init_stderr(out, sizeof(out));
+    if (strstr(out, "OC_RINGKK") != NULL)
+        fail_msg("a second warning: %s", out);
+    unsetenv("OC_RINGKK");
+    unsetenv("OC_FOO");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +485,7 @@ int main(void)
         cmocka_unit_test_setup(test_status_strings, fresh_env),
         cmocka_unit_test_setup(test_init_arguments, fresh_env),
         cmocka_unit_test_setup(test_init_valid, fresh_env),
+        cmocka_unit_test_setup(test_unknown_vars, fresh_env),
         /* last: without the fix it reads past a table (an ASan abort ends the run) */
         cmocka_unit_test_setup(test_print_out_of_range, fresh_env),
     };
