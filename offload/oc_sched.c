@@ -11,6 +11,7 @@
  * valid when a second builder adds its own to the same schedule. */
 typedef struct scratch_block {
     struct scratch_block *next;
+    size_t size;
     max_align_t data[];
 } scratch_block_t;
 
@@ -20,20 +21,19 @@ void oc_sched_init(oc_sched_t *s, size_t list_max)
     s->list_max = list_max;
 }
 
-static void free_scratch(oc_sched_t *s)
+static void free_chain(scratch_block_t *b)
 {
-    scratch_block_t *b = s->scratch;
     while (b != NULL) {
         scratch_block_t *next = b->next;
         free(b);
         b = next;
     }
-    s->scratch = NULL;
 }
 
 void oc_sched_fini(oc_sched_t *s)
 {
-    free_scratch(s);
+    free_chain(s->scratch);
+    free_chain(s->scratch_free);
     free(s->tasks);
     free(s->lists);
     memset(s, 0, sizeof(*s));
@@ -41,7 +41,15 @@ void oc_sched_fini(oc_sched_t *s)
 
 void oc_sched_clear(oc_sched_t *s, size_t list_max)
 {
-    free_scratch(s);
+    scratch_block_t *b;
+    /* only the last build's: blocks of growing sizes must not pile up */
+    free_chain(s->scratch_free);
+    s->scratch_free = NULL;
+    while ((b = s->scratch) != NULL) {
+        s->scratch = b->next;
+        b->next = s->scratch_free;
+        s->scratch_free = b;
+    }
     s->ntasks = s->nlists = 0;
     s->list_open = 0;
     s->list_max = list_max;
@@ -114,12 +122,17 @@ oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n)
 
 void *oc_sched_scratch(oc_sched_t *s, size_t size)
 {
-    scratch_block_t *b;
-    if (size > SIZE_MAX - sizeof(*b))
-        return NULL;
-    b = malloc(sizeof(*b) + size);
-    if (b == NULL)
-        return NULL;
+    scratch_block_t *b, **p;
+    for (p = (scratch_block_t **)&s->scratch_free; *p != NULL && (*p)->size < size;
+         p = &(*p)->next)
+        ;
+    if ((b = *p) != NULL) {
+        *p = b->next;
+    } else {
+        if (size > SIZE_MAX - sizeof(*b) || (b = malloc(sizeof(*b) + size)) == NULL)
+            return NULL;
+        b->size = size;
+    }
     b->next = s->scratch;
     s->scratch = b;
     return b->data;

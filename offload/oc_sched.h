@@ -55,11 +55,13 @@ typedef struct {
     size_t list_max;
     int list_open;   /* 0: the next task starts a new list */
     void *scratch;   /* buffers owned by the schedule, freed by oc_sched_fini */
+    void *scratch_free; /* buffers of an earlier build, for oc_sched_scratch to reuse */
 } oc_sched_t;
 
 void oc_sched_init(oc_sched_t *s, size_t list_max);
 void oc_sched_fini(oc_sched_t *s);
-/* Empties s (initialised, or zeroed) for a new build, keeping its arrays. */
+/* Empties s (initialised, or zeroed) for a new build, keeping its arrays and
+ * its scratch buffers for oc_sched_scratch to hand out again. */
 void oc_sched_clear(oc_sched_t *s, size_t list_max);
 
 /* Ends the current list: the next task goes into a new one (a stage boundary). */
@@ -75,8 +77,9 @@ oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n);
  * allocator's per-thread cache, on every one-shot call. */
 oc_status_t oc_sched_reserve(oc_sched_t *s, size_t n);
 
-/* Allocates size bytes owned by the schedule until oc_sched_fini (NULL when
- * out of memory); earlier blocks stay valid. */
+/* size bytes owned by the schedule until oc_sched_fini (NULL when out of
+ * memory): a buffer of an earlier build large enough, or a new one; earlier
+ * blocks of this build stay valid. */
 void *oc_sched_scratch(oc_sched_t *s, size_t size);
 
 static inline oc_task_t oc_task_send(int peer, const void *src, size_t len)

@@ -59,19 +59,53 @@ static int block_cmp(const void *a, const void *b)
     return x->displ < y->displ ? -1 : x->displ > y->displ;
 }
 
+/* No two blocks share a byte. Blocks in rank order one after another (the
+ * usual prefix sums) need no sort; others are sorted by displacement, on the
+ * stack up to STACK_BLOCKS ranks, so that a call allocates nothing there. */
+static oc_status_t check_disjoint(const char *fn, char side, int n, const size_t *counts,
+                                  const size_t *displs)
+{
+    enum { STACK_BLOCKS = 64 };
+    block_t stack[STACK_BLOCKS], *bl = stack;
+    size_t end = 0;
+    int i, nb = 0;
+    oc_status_t st = OC_OK;
+
+    for (i = 0; i < n && (counts[i] == 0 || displs[i] >= end); i++)
+        if (counts[i] > 0)
+            end = displs[i] + counts[i];
+    if (i == n)
+        return OC_OK;
+    if (n > STACK_BLOCKS && (bl = malloc((size_t)n * sizeof(*bl))) == NULL)
+        return oc_error(OC_ERR_NO_MEMORY, "%s: %d blocks", fn, n);
+    for (i = 0; i < n; i++)
+        if (counts[i] > 0) {
+            bl[nb].displ = displs[i];
+            bl[nb].count = counts[i];
+            bl[nb].rank = i;
+            nb++;
+        }
+    qsort(bl, (size_t)nb, sizeof(*bl), block_cmp);
+    for (i = 1; i < nb && st == OC_OK; i++)
+        if (bl[i - 1].displ + bl[i - 1].count > bl[i].displ)
+            st = oc_error(OC_ERR_INVALID_ARG,
+                          "%s: %cdispls: the blocks of ranks %d and %d overlap in %cbuf", fn,
+                          side, bl[i - 1].rank, bl[i].rank, side);
+    if (bl != stack)
+        free(bl);
+    return st;
+}
+
 /* Every block inside its buffer; with no_overlap, no two blocks share a byte. */
 static oc_status_t check_blocks(const char *fn, char side, int n, const void *buf,
                                 size_t buf_bytes, const size_t *counts, const size_t *displs,
                                 int no_overlap)
 {
-    block_t *bl;
-    int i, nb = 0;
-
     if (counts == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: %ccounts is NULL", fn, side);
     if (displs == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "%s: %cdispls is NULL", fn, side);
-    for (i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {
         if (counts[i] == 0)
             continue;
         if (buf == NULL)
@@ -82,29 +116,7 @@ static oc_status_t check_blocks(const char *fn, char side, int n, const void *bu
                             "%s: %cdispls[%d]=%zu + %ccounts[%d]=%zu lies outside %cbuf_bytes=%zu",
                             fn, side, i, displs[i], side, i, counts[i], side, buf_bytes);
     }
-    if (!no_overlap)
-        return OC_OK;
-    bl = malloc((size_t)n * sizeof(*bl));
-    if (bl == NULL)
-        return oc_error(OC_ERR_NO_MEMORY, "%s: %d blocks", fn, n);
-    for (i = 0; i < n; i++)
-        if (counts[i] > 0) {
-            bl[nb].displ = displs[i];
-            bl[nb].count = counts[i];
-            bl[nb].rank = i;
-            nb++;
-        }
-    qsort(bl, (size_t)nb, sizeof(*bl), block_cmp);
-    for (i = 1; i < nb; i++)
-        if (bl[i - 1].displ + bl[i - 1].count > bl[i].displ) {
-            oc_status_t st = oc_error(OC_ERR_INVALID_ARG,
-                                      "%s: %cdispls: the blocks of ranks %d and %d overlap in %cbuf",
-                                      fn, side, bl[i - 1].rank, bl[i].rank, side);
-            free(bl);
-            return st;
-        }
-    free(bl);
-    return OC_OK;
+    return no_overlap ? check_disjoint(fn, side, n, counts, displs) : OC_OK;
 }
 
 static oc_status_t check_alltoallv(const char *fn, const oc_team_t *team, const void *sbuf,
@@ -273,7 +285,8 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nu
  * Alltoall's time on 2 ranks (docs/performance.md, "A freed one-shot request
  * is reused"). One spare, passed by atomic exchange, serves the usual thread
  * that calls one collective after another; a second thread's calls allocate
- * as before. Not kept: persistent requests and what a cancel may still reach. */
+ * as before. Its in-place copy is kept too, until a call that is not in
+ * place. Not kept: persistent requests and what a cancel may still reach. */
 static int spare_keep(oc_request_t *req)
 {
     oc_request_t *old;
@@ -281,9 +294,9 @@ static int spare_keep(oc_request_t *req)
         req->xs[0] == NULL || req->xs[0]->cancelled)
         return 0;
     free(req->stuck_on);
-    free(req->inplace);
     free(req->put_peers);
-    req->stuck_on = req->inplace = req->put_peers = NULL;
+    req->stuck_on = NULL;
+    req->put_peers = NULL;
     old = atomic_exchange(&req->team->spare, req);
     if (old != NULL)
         req_destroy(old);
@@ -296,13 +309,19 @@ static oc_request_t *spare_take(oc_team_t *team)
     oc_request_t *req = atomic_exchange(&team->spare, NULL);
     oc_sched_t s;
     oc_pe_exec_t *x;
+    void *inplace;
+    size_t inplace_cap;
     if (req == NULL)
         return oc_zalloc(sizeof(*req));
     s = req->sched[0];
     x = req->xs[0];
+    inplace = req->inplace;
+    inplace_cap = req->inplace_cap;
     memset(req, 0, sizeof(*req));
     req->sched[0] = s; /* cleared by req_build, emptied by exec_alloc */
     req->xs[0] = x;
+    req->inplace = inplace; /* resized or freed by req_alloc */
+    req->inplace_cap = inplace_cap;
     return req;
 }
 
@@ -338,14 +357,22 @@ static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, in
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
     req->team = team;
-    if (args->sbuf == OC_IN_PLACE) {
+    if (args->sbuf == OC_IN_PLACE && inplace >= req->inplace_cap) {
+        free(req->inplace);
         req->inplace = inplace < SIZE_MAX ? malloc(inplace + 1) : NULL;
+        req->inplace_cap = req->inplace != NULL ? inplace + 1 : 0;
         if (req->inplace == NULL) {
             req_destroy(req);
             return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
         }
-        args->sbuf = req->inplace;
+    } else if (args->sbuf != OC_IN_PLACE && req->inplace != NULL) {
+        /* a spare's copy is kept only from one in-place call to the next */
+        free(req->inplace);
+        req->inplace = NULL;
+        req->inplace_cap = 0;
     }
+    if (args->sbuf == OC_IN_PLACE)
+        args->sbuf = req->inplace;
     req->persistent = persistent;
     req->opname = v ? "alltoallv" : "alltoall";
     req->alg = oc_coll_alltoall_select(&team->ctx->cfg, v, persistent, mean_block, team->size);

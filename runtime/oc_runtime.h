@@ -89,6 +89,8 @@ typedef struct oc_request {
     void *owner;
     void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
                                        made by the schedule's first list */
+    size_t inplace_cap;             /* its size (a team's spare keeps it for the next
+                                       in-place call) */
     int cancelled_once;             /* an execution was cancelled: its sends may
                                        still read inplace (oc_ctx_release_later) */
     _Atomic int in_call;            /* an application thread is in oc_start/test/wait/

@@ -63,10 +63,17 @@ int __wrap_posix_memalign(void **p, size_t align, size_t size)
 
 /* ---- One rank ------------------------------------------------------------------ */
 
-/* One all-to-all of block bytes (in place: from rbuf) with fresh data, checked;
+/* The call a step makes. */
+typedef enum { A2A, A2A_IN_PLACE, V_EQUAL, V_UNEVEN } kind_t;
+
+static const char *const kind_names[] = {"oc_ialltoall", "oc_ialltoall in place",
+                                         "oc_ialltoallv (displacements in rank order)",
+                                         "oc_ialltoallv (displacements out of order)"};
+
+/* One call of block bytes (an alltoallv's scale) with fresh data, checked;
  * *allocs gets the library's allocations on this thread during its calls. */
-static int alltoall(ut_rank_t *me, oc_team_t *team, size_t block, int in_place, unsigned salt,
-                    long *allocs)
+static int step(ut_rank_t *me, oc_team_t *team, kind_t kind, size_t block, unsigned salt,
+                long *allocs)
 {
     ut_layout_t l;
     unsigned char *s = NULL, *r = NULL;
@@ -74,28 +81,47 @@ static int alltoall(ut_rank_t *me, oc_team_t *team, size_t block, int in_place, 
     oc_status_t st;
     int ok = 0;
 
-    if (!CHECK(ut_layout_init(&l, UT_EQUAL, me->member.rank, N, block) == 0 &&
+    if (!CHECK(ut_layout_init(&l, kind == V_UNEVEN ? UT_UNEVEN : UT_EQUAL, me->member.rank, N,
+                              block) == 0 &&
                    (s = malloc(l.sbytes + 1)) != NULL && (r = malloc(l.rbytes + 1)) != NULL,
                "out of memory"))
         goto out;
     ut_fill(&l, s, r, salt);
-    if (in_place)
+    if (kind == A2A_IN_PLACE)
         memcpy(r, s, l.sbytes);
     counted = 0;
     counting = 1;
-    st = oc_ialltoall(team, in_place ? OC_IN_PLACE : s, r, block, &req);
+    if (kind == A2A || kind == A2A_IN_PLACE)
+        st = oc_ialltoall(team, kind == A2A_IN_PLACE ? OC_IN_PLACE : s, r, block, &req);
+    else
+        st = oc_ialltoallv(team, s, l.sbytes, l.sc, l.sd, r, l.rbytes, l.rc, l.rd, &req);
     if (st == OC_OK && (st = oc_wait(req)) == OC_OK)
         st = oc_request_free(req);
     counting = 0;
     *allocs = counted;
     ok = CHECK_OC(st) &&
-         CHECK(ut_check(&l, r, salt) < 0, "%zu-byte blocks%s: wrong data", block,
-               in_place ? " in place" : "");
+         CHECK(ut_check(&l, r, salt) < 0, "%s, %zu bytes: wrong data", kind_names[kind], block);
 out:
     free(s);
     free(r);
     ut_layout_fini(&l);
     return ok;
+}
+
+/* After a first call, each of a thread's calls of the same kind and size
+ * allocates nothing in the library. */
+static int steady(ut_rank_t *me, oc_team_t *team, kind_t kind, size_t block, unsigned *salt)
+{
+    long allocs, total = 0;
+    for (int i = 0; i < WARMUP + STEADY_CALLS; i++) {
+        if (!step(me, team, kind, block, (*salt)++, &allocs))
+            return 0;
+        total += i >= WARMUP ? allocs : 0;
+    }
+    return CHECK(total == 0,
+                 "%ld allocations in the library over %d calls of %s, %zu bytes, after the "
+                 "first: a freed request is not reused",
+                 total, STEADY_CALLS, kind_names[kind], block);
 }
 
 static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
@@ -104,28 +130,20 @@ static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
      * both in turn, up and down in size, rendezvous included. */
     static const struct {
         size_t block;
-        int in_place;
-    } seq[] = {{70000, 0}, {1000, 0}, {0, 0}, {7, 0}, {4099, 1}, {1, 0}, {4099, 0},
-               {1000, 1},  {1000, 0}, {0, 1}, {70000, 1}, {64, 0}};
+        kind_t kind;
+    } seq[] = {{70000, A2A},        {1000, A2A},  {0, A2A},         {7, V_UNEVEN},
+               {4099, A2A_IN_PLACE}, {1, A2A},     {4099, V_EQUAL},  {1000, A2A_IN_PLACE},
+               {1000, A2A},         {0, A2A_IN_PLACE}, {70000, A2A_IN_PLACE}, {64, A2A},
+               {5000, V_UNEVEN},    {64, A2A}};
     unsigned salt = 0, i;
-    long allocs, total = 0;
     (void)ctx;
 
     for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
-        if (!alltoall(me, team, seq[i].block, seq[i].in_place, salt++, &allocs))
+        if (!step(me, team, seq[i].kind, seq[i].block, salt++, &(long){0}))
             return;
-    for (i = 0; i < WARMUP; i++)
-        if (!alltoall(me, team, STEADY_BLOCK, 0, salt++, &allocs))
+    for (i = 0; i <= V_UNEVEN; i++)
+        if (!steady(me, team, (kind_t)i, STEADY_BLOCK, &salt))
             return;
-    for (i = 0; i < STEADY_CALLS; i++) {
-        if (!alltoall(me, team, STEADY_BLOCK, 0, salt++, &allocs))
-            return;
-        total += allocs;
-    }
-    CHECK(total == 0,
-          "%ld allocations in the library over %d one-shot all-to-alls of %d bytes after the "
-          "first: a freed request is not reused",
-          total, STEADY_CALLS, STEADY_BLOCK);
 }
 
 static void tune(oc_config_t *cfg)
@@ -133,6 +151,28 @@ static void tune(oc_config_t *cfg)
     cfg->alltoall_alg = OC_ALG_AUTO;
     cfg->ringk = 1;
     cfg->ringk_min = RINGK_MIN;
+}
+
+/* Bruck's schedule takes a scratch buffer, which a cleared schedule keeps. */
+static void run_bruck(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
+{
+    unsigned salt = 0;
+    (void)ctx;
+    if (step(me, team, A2A, 300, salt++, &(long){0}) &&
+        step(me, team, A2A_IN_PLACE, 5, salt++, &(long){0}) &&
+        steady(me, team, A2A, 64, &salt))
+        steady(me, team, A2A_IN_PLACE, 64, &salt);
+}
+
+static void tune_bruck(oc_config_t *cfg)
+{
+    cfg->alltoall_alg = OC_ALG_BRUCK;
+}
+
+static void *rank_main_bruck(void *arg)
+{
+    ut_with_mode(arg, tune_bruck, run_bruck);
+    return NULL;
 }
 
 static void *rank_main(void *arg)
@@ -146,11 +186,18 @@ static void test_reuse(void **state)
     ut_run_ranks(N, rank_main, *state, "one-shot all-to-alls on a team that reuses requests");
 }
 
+static void test_reuse_bruck(void **state)
+{
+    ut_run_ranks(N, rank_main_bruck, *state, "Bruck all-to-alls on a team that reuses requests");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         {"inline mode", test_reuse, NULL, NULL, (void *)&ut_inline_mode},
         {"thread mode", test_reuse, NULL, NULL, (void *)&ut_thread_mode},
+        {"inline mode, Bruck", test_reuse_bruck, NULL, NULL, (void *)&ut_inline_mode},
+        {"thread mode, Bruck", test_reuse_bruck, NULL, NULL, (void *)&ut_thread_mode},
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
