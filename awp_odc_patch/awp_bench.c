@@ -40,7 +40,7 @@ typedef struct {
 } opts_t;
 
 typedef struct {
-    double median_ms, mean_ms, comm_ms, compute_ms;
+    double median_ms, mean_ms, comm_ms, compute_ms, start_ms;
     uint64_t checksum; /* of this rank's wavefields at the end (wavefield_checksum) */
 } result_t;
 
@@ -209,7 +209,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
 {
     static awp_sim_t s;
     static awp_scenario_t sc;
-    double *step = calloc((size_t)o->steps, sizeof(double)), sums[2] = {0, 0};
+    double *step = calloc((size_t)o->steps, sizeof(double)), sums[3] = {0, 0, 0};
     int i, rc, size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     scenario(&sc, n, dims, mode, o->warmup + o->steps, o->flush);
@@ -223,7 +223,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     for (i = 0; i < o->warmup && rc == 0; i++)
         rc = awp_sim_step(&s);
     MPI_Barrier(MPI_COMM_WORLD);
-    s.t_step = s.t_comm = 0;
+    s.t_step = s.t_comm = s.t_start = 0;
     for (i = 0; i < o->steps && rc == 0; i++) {
         double t = s.t_step;
         rc = awp_sim_step(&s);
@@ -231,7 +231,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     }
     /* The timed steps only, as the median: awp_sim_finish's waits for the
      * exchanges still in flight (offload, rma) come once per run, not per step. */
-    sums[0] = s.t_step, sums[1] = s.t_comm;
+    sums[0] = s.t_step, sums[1] = s.t_comm, sums[2] = s.t_start;
     if (rc == 0)
         rc = awp_sim_finish(&s);
     if (rc != 0) {
@@ -241,9 +241,10 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     res->checksum = wavefield_checksum(&s);
     /* the slowest rank's step sets the pace of all */
     MPI_Allreduce(MPI_IN_PLACE, step, o->steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     res->mean_ms = 1e3 * sums[0] / size / o->steps;
     res->comm_ms = 1e3 * sums[1] / size / o->steps;
+    res->start_ms = 1e3 * sums[2] / size / o->steps;
     res->compute_ms = res->mean_ms - res->comm_ms;
     qsort(step, (size_t)o->steps, sizeof(double), cmp_double);
     res->median_ms = 1e3 * step[o->steps / 2];
@@ -251,32 +252,41 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     return awp_sim_free(&s);
 }
 
-/* Index of the next configuration in an existing CSV (its last row's + 1). */
+#define CSV_HEADER "config,label,mode,ranks,px,py,pz,n,steps,step_ms_median,step_ms_mean," \
+                   "comm_ms,compute_ms,comm_pct,start_ms"
+
+/* Index of the next configuration in an existing CSV (its last row's + 1);
+ * -1 where its header is not this version's (rows would not match it). */
 static int next_config(const char *path)
 {
     char line[512];
-    int last = -1;
+    int last = -1, other = 0;
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return 0;
     while (fgets(line, sizeof(line), f) != NULL)
         if (line[0] >= '0' && line[0] <= '9')
             last = atoi(line);
+        else if (line[0] != '#')
+            other |= strcmp(line, CSV_HEADER "\n") != 0;
     fclose(f);
-    return last + 1;
+    return other ? -1 : last + 1;
 }
 
 static FILE *open_csv(const char *path, int *config)
 {
     FILE *f;
-    *config = next_config(path);
+    if ((*config = next_config(path)) < 0) {
+        fprintf(stderr, PROG ": %s has other columns (an older awp_bench's?): appending "
+                        "would mix them; give a new file\n", path);
+        return NULL;
+    }
     if ((f = fopen(path, "a")) == NULL) {
         fprintf(stderr, PROG ": cannot write %s: %s\n", path, strerror(errno));
         return NULL;
     }
     if (*config == 0)
-        fprintf(f, "config,label,mode,ranks,px,py,pz,n,steps,step_ms_median,step_ms_mean,"
-                   "comm_ms,compute_ms,comm_pct\n");
+        fprintf(f, CSV_HEADER "\n");
     return f;
 }
 
@@ -307,8 +317,8 @@ int main(int argc, char **argv)
         printf("# wavefields at the end: %s\n", modes_used(&o) > 1
                ? "the same bit for bit in every mode (checked)" : "not checked (one mode)");
         printf("# subnormal floats in the steps: %s\n", flushed ? "flushed to zero" : "kept");
-        printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s\n", "mode", "ranks", "grid", "n",
-               "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%");
+        printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s %9s\n", "mode", "ranks", "grid", "n",
+               "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%", "start_ms");
     }
     for (k = 0; k < o.nsizes; k++, config++)
         for (m = 0, first = -1; m < AWP_MODE_COUNT; m++) {
@@ -326,14 +336,14 @@ int main(int argc, char **argv)
                 continue;
             snprintf(label, sizeof(label), "%d ranks %d^3%s", size, o.n[k],
                      flushed ? "" : " subnormals kept");
-            printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f\n",
+            printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f %9.3f\n",
                    awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k], r.median_ms,
-                   r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms);
+                   r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms, r.start_ms);
             if (csv != NULL)
-                fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.2f\n", config,
-                        label, awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k],
-                        o.steps, r.median_ms, r.mean_ms, r.comm_ms, r.compute_ms,
-                        100 * r.comm_ms / r.mean_ms);
+                fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f\n",
+                        config, label, awp_mode_name(m), size, dims[0], dims[1], dims[2],
+                        o.n[k], o.steps, r.median_ms, r.mean_ms, r.comm_ms, r.compute_ms,
+                        100 * r.comm_ms / r.mean_ms, r.start_ms);
         }
     if (csv != NULL)
         fclose(csv);

@@ -106,13 +106,13 @@ static int write_seismograms(const awp_sim_t *s)
 /* Mean over ranks of the time per step, its exchange and compute parts. */
 static void summary(const awp_sim_t *s)
 {
-    double t[2] = {s->t_step, s->t_comm}, tmax;
+    double t[3] = {s->t_step, s->t_comm, s->t_start}, tmax;
     MPI_Reduce(&s->t_step, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, s->g.comm);
-    MPI_Reduce(s->g.rank == 0 ? MPI_IN_PLACE : t, t, 2, MPI_DOUBLE, MPI_SUM, 0, s->g.comm);
+    MPI_Reduce(s->g.rank == 0 ? MPI_IN_PLACE : t, t, 3, MPI_DOUBLE, MPI_SUM, 0, s->g.comm);
     if (s->g.rank != 0 || s->step == 0)
         return;
-    t[0] /= s->g.size * s->step;
-    t[1] /= s->g.size * s->step;
+    for (int i = 0; i < 3; i++)
+        t[i] /= s->g.size * s->step;
     printf("summary: mode %s, grid %dx%dx%d on %dx%dx%d ranks, %d steps\n",
            awp_mode_name(s->sc.mode), s->sc.ng[0], s->sc.ng[1], s->sc.ng[2], s->g.dims[0],
            s->g.dims[1], s->g.dims[2], s->step);
@@ -120,6 +120,7 @@ static void summary(const awp_sim_t *s)
            1e3 * tmax / s->step);
     printf("  communication      %10.3f ms per step, visible to the application (%.1f%%)\n",
            1e3 * t[1], 100 * t[1] / t[0]);
+    printf("    of which starts  %10.3f ms per step (the rest: waits)\n", 1e3 * t[2]);
     printf("  computation        %10.3f ms per step\n", 1e3 * (t[0] - t[1]));
 }
 

@@ -128,7 +128,9 @@ static int xstart(awp_sim_t *s, awp_field_t f)
 {
     double t = MPI_Wtime();
     int rc = s->x->start(s->xstate, f);
-    s->t_comm += MPI_Wtime() - t;
+    t = MPI_Wtime() - t;
+    s->t_comm += t;
+    s->t_start += t;
     return rc;
 }
 

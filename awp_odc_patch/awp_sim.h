@@ -23,6 +23,8 @@ typedef struct {
     int step;           /* steps done */
     double t_step;      /* seconds inside awp_sim_step and awp_sim_finish */
     double t_comm;      /* of which inside exchange calls (start, wait) */
+    double t_start;     /* of which inside starts: what an exchange costs the
+                           application even where nothing is left to wait for */
     float *trace;       /* [receiver][step][3] velocities of the receivers this rank holds */
 } awp_sim_t;
 
