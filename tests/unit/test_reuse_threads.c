@@ -141,8 +141,11 @@ static void run(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
     for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++)
         if (!step(me, team, seq[i].kind, seq[i].block, salt++, &(long){0}))
             return;
+    /* Eager messages on every backend: the verbs backend's rendezvous
+     * registers its buffers where its registration cache is off, as under
+     * UCX_MEM_EVENTS=no here (uneven blocks are up to 5 times the scale). */
     for (i = 0; i <= V_UNEVEN; i++)
-        if (!steady(me, team, (kind_t)i, STEADY_BLOCK, &salt))
+        if (!steady(me, team, (kind_t)i, i == V_UNEVEN ? STEADY_BLOCK / 4 : STEADY_BLOCK, &salt))
             return;
 }
 
