@@ -144,8 +144,9 @@ typedef struct {
     double timeout_s;             /**< OC_TIMEOUT_S: oc_wait gives up after this (0 = never) */
     int verbose;                  /**< OC_VERBOSE: 0 quiet, 1 one-line notices */
     int warn_unknown;             /**< OC_WARN_UNKNOWN: 1 (default) oc_init warns, once per
-                                       process, of OC_* variables offcoll does not read
-                                       (a misspelt name), naming the one meant; 0 not */
+                                       process and on a node's first rank only, of OC_*
+                                       variables offcoll does not read (a misspelt name),
+                                       naming the one meant; 0 not */
     oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback */
     char progress_cpus[256];      /**< OC_PROGRESS_CPUS: "" (the process's CPUs), "auto"
                                        (the last of them) or a CPU list ("3,7,12-15",

@@ -2,6 +2,7 @@
 #include "oc_env.h"
 #include "oc_error.h"
 #include "oc_pe.h"
+#include "oc_pe_host.h"
 #include "oc_runtime.h"
 #include "offcoll.h"
 
@@ -261,7 +262,9 @@ void oc_config_warn_unknown(const oc_config_t *c)
     static atomic_flag warned = ATOMIC_FLAG_INIT;
     extern char **environ;
     char names[512];
-    if (c->warn_unknown && oc_config_unknown_vars(environ, names, sizeof(names)) > 0 &&
+    /* one line a node, not one a rank: a job's ranks share their variables */
+    if (c->warn_unknown && oc_pe_local_rank() == 0 &&
+        oc_config_unknown_vars(environ, names, sizeof(names)) > 0 &&
         !atomic_flag_test_and_set(&warned))
         oc_warn("OC_* variables offcoll does not read, ignored: %s (offcoll_info lists those "
                 "it reads; OC_WARN_UNKNOWN=0 silences this)", names);

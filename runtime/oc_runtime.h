@@ -168,9 +168,10 @@ unsigned oc_config_wait_help_us(const oc_config_t *c);
  * close; returns how many there are. */
 size_t oc_config_unknown_vars(char *const *env, char *buf, size_t size);
 
-/* Once per process, where c->warn_unknown: a warning naming the OC_* variables
- * of the environment that offcoll does not read (a misspelt one would
- * otherwise be ignored without a word). */
+/* Once per process, where c->warn_unknown, on the node's first rank (the
+ * launcher's local rank 0, or a process no launcher started): a warning
+ * naming the OC_* variables of the environment that offcoll does not read
+ * (a misspelt one would otherwise be ignored without a word). */
 void oc_config_warn_unknown(const oc_config_t *c);
 
 /* Collective exchanges over the team's own network path, run by burst

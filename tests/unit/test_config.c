@@ -441,10 +441,13 @@ static size_t count(const char *s, const char *sub)
 
 /* A misspelt variable would be ignored without a word: oc_init names every
  * OC_* variable offcoll does not read, with the one meant where it is a slip,
- * once per process, unless OC_WARN_UNKNOWN=0. */
+ * once per process, on a node's first rank, unless OC_WARN_UNKNOWN=0. */
 static void test_unknown_vars(void **state)
 {
     extern char **environ;
+    static const char *const local_ranks[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                              "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                              "PALS_LOCAL_RANKID", "PMI_LOCAL_RANK"};
     char out[4096], names[64][64];
     size_t n = 0;
     (void)state;
@@ -453,6 +456,8 @@ static void test_unknown_vars(void **state)
             snprintf(names[n++], sizeof(names[0]), "%.*s", (int)strcspn(*e, "="), *e);
     while (n > 0)
         unsetenv(names[--n]);
+    for (size_t i = 0; i < sizeof(local_ranks) / sizeof(local_ranks[0]); i++)
+        unsetenv(local_ranks[i]); /* a launcher's: this process is a node's first rank */
     setenv("OC_RINGKK", "2", 1);
     setenv("OC_FOO", "1", 1);
     setenv("OC_RINGK", "3", 1);
@@ -461,6 +466,11 @@ static void test_unknown_vars(void **state)
     if (strstr(out, "OC_RINGKK") != NULL)
         fail_msg("OC_WARN_UNKNOWN=0, yet: %s", out);
     unsetenv("OC_WARN_UNKNOWN");
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1); /* not the node's first rank */
+    init_stderr(out, sizeof(out));
+    if (strstr(out, "OC_RINGKK") != NULL)
+        fail_msg("local rank 1, yet: %s", out);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
     init_stderr(out, sizeof(out));
     if (strstr(out, "OC_RINGKK (did you mean OC_RINGK?)") == NULL ||
         strstr(out, "OC_FOO") == NULL || strstr(out, "OC_FOO (did") != NULL ||
