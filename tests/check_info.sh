@@ -6,7 +6,8 @@
 # engine, every configuration variable of README's table but the verbs-only
 # ones (the backend line reports those where verbs runs) with the value in
 # force, and the path between two contexts on this host. A value set in the
-# environment shows; a bad one fails with exit 1, naming the variable.
+# environment shows; a bad one fails with exit 1, naming the variable; one
+# that is not offcoll's draws a warning.
 set -u
 info=$1 version=$2 readme=$3
 fails=0
@@ -56,6 +57,19 @@ out=$(unset ${!OC_*}; OC_RINGK=zero "$info" 2>&1)
 rc=$?
 [ "$rc" -eq 1 ] || fail "OC_RINGK=zero: exit status $rc, not 1"
 grep -q "offcoll_info: OC_RINGK=zero: expected" <<< "$out" || fail "OC_RINGK=zero not named: $out"
+
+# Every variable of README's table, set to its default there, is one oc_init
+# knows (no warning: its list of names keeps up with the table); a misspelt
+# one is named, with the one meant.
+assign=$(grep -o '^| `OC_[A-Z_]*` | `[^`]*`' "$readme" |
+         sed 's/^| `\(OC_[A-Z_]*\)` | `\([^`]*\)`/\1=\2/')
+[ "$(wc -w <<< "$assign")" -ge 15 ] || fail "found only these defaults in $readme: $assign"
+out=$(unset ${!OC_*}; env $assign "$info" 2>&1) || fail "README's defaults: exit status $?"
+! grep -q "offcoll does not read" <<< "$out" ||
+    fail "a variable of README's table is one oc_init does not know: $out"
+out=$(unset ${!OC_*}; OC_RINGKK=2 "$info" 2>&1)
+grep -q "offcoll does not read, ignored: OC_RINGKK (did you mean OC_RINGK?)" <<< "$out" ||
+    fail "OC_RINGKK not named: $out"
 
 # Where verbs has no device, asking for it fails and says why.
 if grep -q "^Backend in use: ucx.*verbs: no RDMA device" <<< "$(unset ${!OC_*}; "$info" 2>&1)"; then
