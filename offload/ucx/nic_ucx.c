@@ -36,6 +36,15 @@
  * process. UCX's own default is 20 s. */
 #define KEEPALIVE_INTERVAL "1s"
 
+/* The shared-memory transports' fragment size; UCX's is 8 KB. A rendezvous
+ * through the FIFO moves a message in fragments, each one handshake of
+ * cache lines between the two processes: four times fewer of them took
+ * 0.63-0.78x the time from 64 KB on the 2-vCPU VM whose vCPUs shared no
+ * cache (docs/performance.md, "Fragments of 32 KB"), and messages up to
+ * 32 KB go eagerly. UCX 1.13 fails an assertion on the fragment length from
+ * 64 KB. */
+#define MM_SEG_SIZE "32k"
+
 /* A buffer a dropped message was still arriving into: kept until the worker
  * is destroyed (a matched receive cannot be cancelled). */
 struct late_buf {
@@ -95,6 +104,18 @@ static ucs_status_t config_peer_errors(ucp_config_t *config, const char *tls)
         st = config_default(config, "MM_ERROR_HANDLING", "y", mm_env);
     if (st == UCS_OK)
         st = config_default(config, "KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL, ka_env);
+    return st;
+}
+
+/* What offcoll changes in UCX's configuration where the user has not:
+ * offload/ucx/README.md lists it. */
+static ucs_status_t config_defaults(ucp_config_t *config, const char *tls)
+{
+    static const char *const seg_env[] = {"UCX_MM_SEG_SIZE", "UCX_SYSV_SEG_SIZE",
+                                          "UCX_POSIX_SEG_SIZE", NULL};
+    ucs_status_t st = config_peer_errors(config, tls);
+    if (st == UCS_OK && tls_has_mm(tls))
+        st = config_default(config, "MM_SEG_SIZE", MM_SEG_SIZE, seg_env);
     return st;
 }
 
@@ -413,11 +434,11 @@ oc_status_t oc_nic_ucx_create(const oc_nic_params_t *params, oc_nic_t **out)
             return ucx_error("ucp_config_modify(TLS=" LOOPBACK_TLS ")", st);
         }
     }
-    st = config_peer_errors(config, params->intranode_loopback ? LOOPBACK_TLS : getenv("UCX_TLS"));
+    st = config_defaults(config, params->intranode_loopback ? LOOPBACK_TLS : getenv("UCX_TLS"));
     if (st != UCS_OK) {
         ucp_config_release(config);
         ucx_destroy(&nic->base);
-        return ucx_error("ucp_config_modify (peer error handling)", st);
+        return ucx_error("ucp_config_modify (offcoll's defaults)", st);
     }
     memset(&cp, 0, sizeof(cp));
     cp.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
