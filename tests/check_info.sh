@@ -39,6 +39,19 @@ if grep -q "^Backend in use: ucx" <<< "$out"; then
     *) echo "note: no cma lane with UCX_CMA_MEMORY_INVALIDATE=y on this host (cma unavailable)" ;;
     esac
 fi
+# Shared-memory fragments of 32 KB (offload/ucx/README.md), where UCX says
+# where its eager copies end; a size the user sets stays hers.
+bcopy_end() {
+    grep -o 'tag_send: .*<egr/bcopy>\.\.[0-9]*' | head -1 | sed 's/.*\.\.//'
+}
+if grep -q "^Backend in use: ucx" <<< "$out" && grep -q "tag_send: .*<egr/bcopy>" <<< "$out"; then
+    end=$(bcopy_end <<< "$out")
+    [ "$end" = 32768 ] || fail "eager copies end at ${end:-?} bytes, not 32768: fragments not 32 KB"
+    for var in UCX_MM_SEG_SIZE UCX_SYSV_SEG_SIZE; do
+        end=$(unset ${!OC_*}; env "$var=16k" "$info" 2>&1 | bcopy_end)
+        [ "$end" = 16384 ] || fail "$var=16k: eager copies end at ${end:-?} bytes, not 16384"
+    done
+fi
 keys=$(grep -o '^| `OC_[A-Z_]*` |[^|]*| [^|]*' "$readme" | grep -v '| verbs only' |
        sed 's/^| `\(OC_[A-Z_]*\)`.*/\1/')
 [ "$(wc -w <<< "$keys")" -ge 10 ] || fail "found only these variables in $readme: $keys"
