@@ -9,8 +9,8 @@
 
 /* Scratch blocks are chained, so that tasks built on an earlier block stay
  * valid when a second builder adds its own to the same schedule. */
-typedef struct scratch_block {
-    struct scratch_block *next;
+typedef struct oc_sched_scratch {
+    struct oc_sched_scratch *next;
     size_t size;
     max_align_t data[];
 } scratch_block_t;
@@ -41,15 +41,10 @@ void oc_sched_fini(oc_sched_t *s)
 
 void oc_sched_clear(oc_sched_t *s, size_t list_max)
 {
-    scratch_block_t *b;
     /* only the last build's: blocks of growing sizes must not pile up */
     free_chain(s->scratch_free);
-    s->scratch_free = NULL;
-    while ((b = s->scratch) != NULL) {
-        s->scratch = b->next;
-        b->next = s->scratch_free;
-        s->scratch_free = b;
-    }
+    s->scratch_free = s->scratch;
+    s->scratch = NULL;
     s->ntasks = s->nlists = 0;
     s->list_open = 0;
     s->list_max = list_max;
@@ -123,8 +118,7 @@ oc_status_t oc_sched_add(oc_sched_t *s, const oc_task_t *tasks, size_t n)
 void *oc_sched_scratch(oc_sched_t *s, size_t size)
 {
     scratch_block_t *b, **p;
-    for (p = (scratch_block_t **)&s->scratch_free; *p != NULL && (*p)->size < size;
-         p = &(*p)->next)
+    for (p = &s->scratch_free; *p != NULL && (*p)->size < size; p = &(*p)->next)
         ;
     if ((b = *p) != NULL) {
         *p = b->next;

@@ -54,8 +54,10 @@ typedef struct {
     size_t nlists, lists_cap;
     size_t list_max;
     int list_open;   /* 0: the next task starts a new list */
-    void *scratch;   /* buffers owned by the schedule, freed by oc_sched_fini */
-    void *scratch_free; /* buffers of an earlier build, for oc_sched_scratch to reuse */
+    struct oc_sched_scratch *scratch;      /* buffers owned by the schedule, freed by
+                                              oc_sched_fini */
+    struct oc_sched_scratch *scratch_free; /* the last build's, for oc_sched_scratch to
+                                              hand out again */
 } oc_sched_t;
 
 void oc_sched_init(oc_sched_t *s, size_t list_max);

@@ -228,7 +228,10 @@ static unsigned edit_distance(const char *a, size_t la, const char *b)
     return row[lb];
 }
 
-size_t oc_config_unknown_vars(char *const *env, char *buf, size_t size)
+/* Writes into buf (truncated to size) the OC_* names of env that offcoll does
+ * not read, ", " between them, each with the name it is a slip of where one is
+ * close; returns how many there are. */
+static size_t unknown_vars(char *const *env, char *buf, size_t size)
 {
     size_t n = 0, used = 0;
     if (size > 0)
@@ -264,7 +267,7 @@ void oc_config_warn_unknown(const oc_config_t *c)
     char names[512];
     /* one line a node, not one a rank: a job's ranks share their variables */
     if (c->warn_unknown && oc_pe_local_rank() == 0 &&
-        oc_config_unknown_vars(environ, names, sizeof(names)) > 0 &&
+        unknown_vars(environ, names, sizeof(names)) > 0 &&
         !atomic_flag_test_and_set(&warned))
         oc_warn("OC_* variables offcoll does not read, ignored: %s (offcoll_info lists those "
                 "it reads; OC_WARN_UNKNOWN=0 silences this)", names);

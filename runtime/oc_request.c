@@ -231,22 +231,24 @@ static oc_status_t req_alloc(const char *fn, oc_team_t *team, int persistent, in
     if (req == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: request", fn);
     req->team = team;
-    if (args->sbuf == OC_IN_PLACE && inplace >= req->inplace_cap) {
-        free(req->inplace);
-        req->inplace = inplace < SIZE_MAX ? malloc(inplace + 1) : NULL;
-        req->inplace_cap = req->inplace != NULL ? inplace + 1 : 0;
-        if (req->inplace == NULL) {
-            req_destroy(req);
-            return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn, inplace);
-        }
-    } else if (args->sbuf != OC_IN_PLACE && req->inplace != NULL) {
+    if (args->sbuf != OC_IN_PLACE) {
         /* a spare's copy is kept only from one in-place call to the next */
         free(req->inplace);
         req->inplace = NULL;
         req->inplace_cap = 0;
-    }
-    if (args->sbuf == OC_IN_PLACE)
+    } else {
+        if (inplace >= req->inplace_cap) {
+            free(req->inplace);
+            req->inplace = inplace < SIZE_MAX ? malloc(inplace + 1) : NULL;
+            req->inplace_cap = req->inplace != NULL ? inplace + 1 : 0;
+            if (req->inplace == NULL) {
+                req_destroy(req);
+                return oc_error(OC_ERR_NO_MEMORY, "%s: in-place copy of %zu bytes", fn,
+                                inplace);
+            }
+        }
         args->sbuf = req->inplace;
+    }
     req->persistent = persistent;
     req->opname = v ? "alltoallv" : "alltoall";
     req->alg = oc_coll_alltoall_select(&team->ctx->cfg, v, persistent, mean_block, team->size);

@@ -163,11 +163,6 @@ oc_status_t oc_config_check_cpus(const char *name, const char *v);
 /* OC_WAIT_HELP_US in force: 0 outside thread mode. */
 unsigned oc_config_wait_help_us(const oc_config_t *c);
 
-/* Writes into buf (truncated to size) the OC_* names of env that offcoll does
- * not read, ", " between them, each with the name it is a slip of where one is
- * close; returns how many there are. */
-size_t oc_config_unknown_vars(char *const *env, char *buf, size_t size);
-
 /* Once per process, where c->warn_unknown, on the node's first rank (the
  * launcher's local rank 0, or a process no launcher started): a warning
  * naming the OC_* variables of the environment that offcoll does not read

@@ -84,38 +84,33 @@ static int tls_has_mm(const char *tls)
     return named != negated;
 }
 
-/* UCX 1.13 gives an endpoint with peer error handling only transports that
- * claim to detect a peer's failure; as shipped, sysv and posix do not, so the
- * endpoint to a process on this host would be TCP over loopback. The claim is
- * sound here: a shared-memory peer counts as failed only once its process is
- * gone (the keepalive looks at the process). cma, which such endpoints refuse
- * for rendezvous (its memory domain cannot invalidate a key), stays refused:
- * a rendezvous through the shared-memory FIFO took 0.5-0.9x the time of
- * cma's kernel copy on the 2-vCPU VMs (offload/ucx/README.md), and a user
- * who finds cma faster can set UCX_CMA_MEMORY_INVALIDATE=y. */
-static ucs_status_t config_peer_errors(ucp_config_t *config, const char *tls)
+/* What offcoll changes in UCX's configuration where the user has not
+ * (offload/ucx/README.md lists it). UCX 1.13 gives an endpoint with peer
+ * error handling only transports that claim to detect a peer's failure; as
+ * shipped, sysv and posix do not, so the endpoint to a process on this host
+ * would be TCP over loopback. The claim is sound here: a shared-memory peer
+ * counts as failed only once its process is gone (the keepalive looks at the
+ * process). cma, which such endpoints refuse for rendezvous (its memory
+ * domain cannot invalidate a key), stays refused: a rendezvous through the
+ * shared-memory FIFO took 0.5-0.9x the time of cma's kernel copy on the
+ * 2-vCPU VMs (offload/ucx/README.md), and a user who finds cma faster can
+ * set UCX_CMA_MEMORY_INVALIDATE=y. The FIFO's fragments are MM_SEG_SIZE. */
+static ucs_status_t config_defaults(ucp_config_t *config, const char *tls)
 {
     static const char *const mm_env[] = {"UCX_MM_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",
                                          "UCX_POSIX_ERROR_HANDLING", NULL};
-    static const char *const ka_env[] = {"UCX_KEEPALIVE_INTERVAL", NULL};
-    ucs_status_t st = UCS_OK;
-    /* A setting no transport takes earns a UCX warning at every start. */
-    if (tls_has_mm(tls))
-        st = config_default(config, "MM_ERROR_HANDLING", "y", mm_env);
-    if (st == UCS_OK)
-        st = config_default(config, "KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL, ka_env);
-    return st;
-}
-
-/* What offcoll changes in UCX's configuration where the user has not:
- * offload/ucx/README.md lists it. */
-static ucs_status_t config_defaults(ucp_config_t *config, const char *tls)
-{
     static const char *const seg_env[] = {"UCX_MM_SEG_SIZE", "UCX_SYSV_SEG_SIZE",
                                           "UCX_POSIX_SEG_SIZE", NULL};
-    ucs_status_t st = config_peer_errors(config, tls);
-    if (st == UCS_OK && tls_has_mm(tls))
+    static const char *const ka_env[] = {"UCX_KEEPALIVE_INTERVAL", NULL};
+    /* A setting no transport takes earns a UCX warning at every start. */
+    int mm = tls_has_mm(tls);
+    ucs_status_t st = UCS_OK;
+    if (mm)
+        st = config_default(config, "MM_ERROR_HANDLING", "y", mm_env);
+    if (st == UCS_OK && mm)
         st = config_default(config, "MM_SEG_SIZE", MM_SEG_SIZE, seg_env);
+    if (st == UCS_OK)
+        st = config_default(config, "KEEPALIVE_INTERVAL", KEEPALIVE_INTERVAL, ka_env);
     return st;
 }
 
