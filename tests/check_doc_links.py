@@ -8,7 +8,6 @@ Usage: check_doc_links.py REPO_ROOT"""
 import functools
 import os
 import re
-import subprocess
 import sys
 
 # [text](target) or [text](target "title"); the text may hold one level of
@@ -91,9 +90,23 @@ def check(root, rel):
     return checked, broken
 
 
+def markdown_files(root):
+    """The repository's Markdown files, found by walking the tree rather than
+    asking git, which a fresh machine or an unpacked tarball may not have:
+    hidden folders, meson build folders (whatever their name) and results/
+    (benchmark output) are left out."""
+    files = []
+    for top, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and
+                         not os.path.exists(os.path.join(top, d, "meson-private")) and
+                         not (top == root and d == "results"))
+        files += [os.path.relpath(os.path.join(top, n), root) for n in sorted(names)
+                  if n.endswith(".md")]
+    return files
+
+
 def main(root):
-    files = subprocess.run(["git", "-C", root, "ls-files", "*.md"], check=True,
-                           capture_output=True, text=True).stdout.split()
+    files = markdown_files(root)
     if not files:
         print(f"check_doc_links: no Markdown files under {root}")
         return 1
