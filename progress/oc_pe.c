@@ -317,7 +317,7 @@ static int idle_pass(oc_pe_t *pe, unsigned *idle)
  * a few passes. */
 enum { CLOCK_PASSES = 16 };
 
-int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline)
 {
     unsigned idle = 0, passes = 0;
     while (!done(arg)) {
@@ -325,20 +325,23 @@ int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double dead
             idle_pass(pe, &idle);
         else
             idle = 0;
-        if (deadline > 0 && ++passes % CLOCK_PASSES == 0 && oc_time_now() >= deadline)
+        if (deadline->timeout > 0 && ++passes % CLOCK_PASSES == 0 &&
+            oc_deadline_left(deadline) == 0)
             return done(arg);
     }
     return 1;
 }
 
-int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline)
 {
-    double until;
+    double now, until, left;
     if (pe->spin_us == 0)
         return done(arg);
-    until = oc_time_now() + 1e-6 * pe->spin_us;
-    if (deadline > 0 && deadline < until)
-        until = deadline;
+    now = oc_time_now();
+    until = now + 1e-6 * pe->spin_us;
+    left = oc_deadline_left_at(deadline, now);
+    if (left >= 0 && now + left < until)
+        until = now + left;
     while (!done(arg)) {
         if (oc_time_now() >= until)
             return 0;
@@ -348,7 +351,8 @@ int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadl
 }
 
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
-                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline)
+                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+                            oc_deadline_t *deadline)
 {
     if (pe->mode == OC_PROGRESS_INLINE)
         return oc_pe_poll_until(pe, done, arg, deadline) ? OC_OK : OC_ERR_TIMEOUT;
@@ -361,8 +365,8 @@ oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
         double left;
         if (done(arg))
             return OC_OK;
-        left = deadline > 0 ? deadline - oc_time_now() : -1;
-        if (deadline > 0 && left <= 0)
+        left = oc_deadline_left(deadline);
+        if (left == 0)
             return OC_ERR_TIMEOUT;
         atomic_fetch_add(sleepers, 1);
         oc_futex_wait(word, seen, left);
@@ -381,7 +385,8 @@ static int take_done(void *arg)
     return oc_pe_counter_take(t->c, t->n);
 }
 
-oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline)
+oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n,
+                               oc_deadline_t *deadline)
 {
     take_t t = {c, n};
     return oc_pe_wait_word(pe, take_done, &t, &c->arrived, &c->sleepers, deadline);
@@ -425,27 +430,27 @@ static void engine_leave(oc_pe_t *pe)
 /* The engine's work for every operation, done on whichever thread holds it:
  * what fails there is recorded with its list and request, and an
  * application thread's oc_last_error() stays its own. */
-static void work_enter(oc_pe_t *pe, oc_error_saved_t *saved)
+static void work_enter(oc_pe_t *pe, oc_error_guard_t *guard)
 {
     engine_enter(pe);
     if (pe->locked)
-        oc_error_save(saved);
+        oc_error_guard_begin(guard);
 }
 
-static void work_leave(oc_pe_t *pe, const oc_error_saved_t *saved)
+static void work_leave(oc_pe_t *pe, oc_error_guard_t *guard)
 {
     if (pe->locked)
-        oc_error_restore(saved);
+        oc_error_guard_end(guard);
     engine_leave(pe);
 }
 
 /* work_enter for an application thread in thread mode with helping: never
  * waits for the lock, as the thread holding it is making progress. */
-static int work_try_enter(oc_pe_t *pe, oc_error_saved_t *saved)
+static int work_try_enter(oc_pe_t *pe, oc_error_guard_t *guard)
 {
     if (pe->help_us == 0 || pthread_mutex_trylock(&pe->lock) != 0)
         return 0;
-    oc_error_save(saved);
+    oc_error_guard_begin(guard);
     return 1;
 }
 
@@ -459,35 +464,35 @@ static unsigned pass(oc_pe_t *pe)
 
 unsigned oc_pe_progress(oc_pe_t *pe)
 {
-    oc_error_saved_t saved;
+    oc_error_guard_t guard;
     unsigned n;
-    work_enter(pe, &saved);
+    work_enter(pe, &guard);
     n = pass(pe);
-    work_leave(pe, &saved);
+    work_leave(pe, &guard);
     return n;
 }
 
 void oc_pe_poll(oc_pe_t *pe)
 {
-    oc_error_saved_t saved;
+    oc_error_guard_t guard;
     unsigned n;
     if (pe->mode == OC_PROGRESS_INLINE) {
         oc_pe_progress(pe);
         return;
     }
-    if (!work_try_enter(pe, &saved)) {
+    if (!work_try_enter(pe, &guard)) {
         sched_yield();
         return;
     }
     n = pass(pe);
-    work_leave(pe, &saved);
+    work_leave(pe, &guard);
     if (n > 0)
         wake(pe, WAKE_ARMED); /* it may sleep on events this pass took: it arms again */
     else
         sched_yield();
 }
 
-int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
+int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline)
 {
     double idle_from = 0;
     unsigned idle = 0, passes = 0;
@@ -511,7 +516,7 @@ int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline)
          * yield, which may have lasted a time slice, the clock is read. */
         if (yielded || ++passes % CLOCK_PASSES == 0) {
             double t = oc_time_now();
-            if (deadline > 0 && t >= deadline)
+            if (oc_deadline_left_at(deadline, t) == 0)
                 break;
             if (found)
                 idle_from = t;
@@ -553,20 +558,20 @@ static void submit(oc_pe_t *pe, oc_pe_item_t *item)
 
 void oc_pe_start(oc_pe_t *pe, oc_pe_exec_t *x)
 {
-    oc_error_saved_t saved;
+    oc_error_guard_t guard;
     x->item.run = run_start;
     if (pe->mode == OC_PROGRESS_INLINE) {
-        work_enter(pe, &saved);
+        work_enter(pe, &guard);
         run_start(pe, &x->item);
-        work_leave(pe, &saved);
+        work_leave(pe, &guard);
         return;
     }
     /* Where waiters help, the thread stands aside while they do (stand_aside)
      * and a hand-over to it would cost a time slice on a shared CPU: the
      * first list is posted here when the engine is free. */
-    if (work_try_enter(pe, &saved)) {
+    if (work_try_enter(pe, &guard)) {
         run_start(pe, &x->item);
-        work_leave(pe, &saved);
+        work_leave(pe, &guard);
         /* An armed thread sleeps on events; what was just posted may raise
          * none before it needs progress. */
         wake(pe, WAKE_ARMED);

@@ -17,6 +17,7 @@
 
 #include "oc_mpsc.h"
 #include "oc_nic.h"
+#include "oc_sync.h"
 #include "offcoll.h"
 
 typedef struct oc_pe oc_pe_t;
@@ -134,12 +135,12 @@ unsigned oc_pe_progress(oc_pe_t *pe);
 void oc_pe_poll(oc_pe_t *pe);
 
 /* Application thread in inline mode: runs the engine until done(arg) (which
- * may take what it finds: 1 is final) or the deadline (0: none); returns
+ * may take what it finds: 1 is final) or the deadline passes; returns
  * whether done. Yields the core where this host's ranks may outnumber its
  * CPUs (more of them than CPUs, or no launcher says how many), where the
  * peer it waits for may need it; otherwise only every few dozen idle
  * passes, for a thread of this process that shares its core. */
-int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
+int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline);
 
 void oc_pe_stats(const oc_pe_t *pe, oc_stats_t *stats);
 
@@ -163,28 +164,29 @@ int oc_pe_counter_take(oc_pe_counter_t *c, uint32_t n);
  * work over only as fast as it is scheduled: a waiter that would sleep
  * anyway saves the hand-over's two wake-ups, and with more threads than
  * cores it needs no core but its own. */
-int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
+int oc_pe_help(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline);
 
 /* Application thread, thread mode, before it sleeps: polls done(arg) for
- * the engine's spin time (OC_SPIN_US) or until the deadline (oc_time_now()
- * scale; 0 = none), yielding the core between looks; returns whether it
+ * the engine's spin time (OC_SPIN_US) or until the deadline passes,
+ * yielding the core between looks; returns whether it
  * holds. Sleeping costs a wake-up of the waiter's core when the work is
  * done, which on an idle core is slower than the work itself for small
  * operations; the yield lets a progress thread sharing the core run. */
-int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, double deadline);
+int oc_pe_wait_spin(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline_t *deadline);
 
 /* Application thread: returns OC_OK once done(arg) holds, OC_ERR_TIMEOUT at
- * the deadline (oc_time_now() scale; 0 = none). Inline, it progresses the
+ * the deadline. Inline, it progresses the
  * engine; in thread mode it helps (oc_pe_help), polls (oc_pe_wait_spin),
  * then sleeps on *word,
  * announced in *sleepers. Whoever may make done() true changes *word first,
  * then wakes it if *sleepers > 0. */
 oc_status_t oc_pe_wait_word(oc_pe_t *pe, int (*done)(void *arg), void *arg,
-                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers, double deadline);
+                            _Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+                            oc_deadline_t *deadline);
 
 /* Application thread: takes n arrivals, sleeping for them in thread mode and
- * progressing in inline mode, until the deadline (oc_time_now() scale; 0 =
- * none). OC_OK or OC_ERR_TIMEOUT. */
-oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n, double deadline);
+ * progressing in inline mode, until the deadline. OC_OK or OC_ERR_TIMEOUT. */
+oc_status_t oc_pe_counter_wait(oc_pe_t *pe, oc_pe_counter_t *c, uint32_t n,
+                               oc_deadline_t *deadline);
 
 #endif

@@ -611,7 +611,7 @@ static int req_done(void *arg)
 
 /* Wait for the operation's completion or its deadline; returns whether it is
  * still active. */
-static int wait_until(oc_request_t *req, double deadline)
+static int wait_until(oc_request_t *req, oc_deadline_t *deadline)
 {
     oc_pe_t *pe = req->team->ctx->pe;
     if (oc_pe_mode(pe) == OC_PROGRESS_INLINE) {
@@ -622,8 +622,8 @@ static int wait_until(oc_request_t *req, double deadline)
             oc_pe_wait_spin(pe, req_done, req, deadline);
         s = atomic_load(&req->state);
         while (oc_request_state_of(s) == OC_REQ_ACTIVE) {
-            double left = deadline > 0 ? deadline - oc_time_now() : -1;
-            if (deadline > 0 && left <= 0)
+            double left = oc_deadline_left(deadline);
+            if (left == 0)
                 break;
             /* Announce the sleeper; the engine's exchange sees the bit. */
             if (!(s & OC_REQ_WAITERS) &&
@@ -638,13 +638,14 @@ static int wait_until(oc_request_t *req, double deadline)
 
 static oc_status_t req_wait(oc_request_t *req)
 {
-    double timeout, deadline;
+    double timeout;
+    oc_deadline_t deadline;
     oc_status_t st;
     if (oc_request_state(req) == OC_REQ_INACTIVE)
         return OC_OK;
     timeout = req->team->ctx->cfg.timeout_s;
-    deadline = timeout > 0 ? oc_time_now() + timeout : 0;
-    if (!wait_until(req, deadline))
+    deadline = oc_deadline(timeout);
+    if (!wait_until(req, &deadline))
         return take_result("oc_wait", req);
     oc_diag_cancel(req, timeout);
     st = take_result("oc_wait", req);

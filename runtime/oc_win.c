@@ -535,6 +535,7 @@ static int none_inflight(void *arg)
 oc_status_t oc_win_flush(oc_win_t *win)
 {
     double timeout;
+    oc_deadline_t deadline;
     int err;
 
     if (win == NULL)
@@ -542,8 +543,9 @@ oc_status_t oc_win_flush(oc_win_t *win)
     timeout = win->team->ctx->cfg.timeout_s;
     /* Every put ends with its own flush (or its notification, sent after
      * one), so waiting for none in flight is waiting for remote completion. */
+    deadline = oc_deadline(timeout);
     if (oc_pe_wait_word(win->team->ctx->pe, none_inflight, win, &win->puts_inflight,
-                        &win->flush_waiters, timeout > 0 ? oc_time_now() + timeout : 0) != OC_OK)
+                        &win->flush_waiters, &deadline) != OC_OK)
         return oc_error(OC_ERR_TIMEOUT,
                         "oc_win_flush: %u put(s) of rank %d still unfinished after %g s",
                         atomic_load(&win->puts_inflight), win->team->rank, timeout);
@@ -602,13 +604,14 @@ oc_status_t oc_notify_wait(oc_win_t *win, unsigned counter, uint32_t expected)
     oc_status_t st = check_counter("oc_notify_wait", win, counter);
     oc_pe_counter_t *c;
     double timeout;
+    oc_deadline_t deadline;
 
     if (st != OC_OK)
         return st;
     c = &win->counters[counter];
     timeout = win->team->ctx->cfg.timeout_s;
-    st = oc_pe_counter_wait(win->team->ctx->pe, c, expected,
-                            timeout > 0 ? oc_time_now() + timeout : 0);
+    deadline = oc_deadline(timeout);
+    st = oc_pe_counter_wait(win->team->ctx->pe, c, expected, &deadline);
     if (st == OC_OK) {
         mark(win, counter);
         return OC_OK;

@@ -5,6 +5,16 @@
 #include <string.h>
 
 static _Thread_local char last_error[sizeof(((oc_error_saved_t *)0)->text)];
+static _Thread_local oc_error_guard_t *guard; /* the innermost, NULL outside any */
+
+/* Before last_error changes: the innermost guard keeps what it held. */
+static void will_write(void)
+{
+    if (guard != NULL && !guard->kept) {
+        oc_error_save(&guard->saved);
+        guard->kept = 1;
+    }
+}
 
 const char *oc_status_string(oc_status_t status)
 {
@@ -37,6 +47,7 @@ oc_status_t oc_set_last_error(oc_status_t status, const char *detail)
 oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
 {
     va_list ap;
+    will_write();
     va_start(ap, fmt);
     vsnprintf(last_error, sizeof(last_error), fmt, ap);
     va_end(ap);
@@ -45,8 +56,10 @@ oc_status_t oc_error(oc_status_t status, const char *fmt, ...)
 
 void oc_error_append(const char *fmt, ...)
 {
-    size_t len = strlen(last_error);
+    size_t len;
     va_list ap;
+    will_write();
+    len = strlen(last_error);
     va_start(ap, fmt);
     vsnprintf(last_error + len, sizeof(last_error) - len, fmt, ap);
     va_end(ap);
@@ -59,7 +72,24 @@ void oc_error_save(oc_error_saved_t *saved)
 
 void oc_error_restore(const oc_error_saved_t *saved)
 {
+    will_write();
     memcpy(last_error, saved->text, strlen(saved->text) + 1);
+}
+
+void oc_error_guard_begin(oc_error_guard_t *g)
+{
+    g->outer = guard;
+    g->kept = 0;
+    guard = g;
+}
+
+/* An inner guard's end puts back what its begin saw, which is what any
+ * outer guard that kept nothing would put back too. */
+void oc_error_guard_end(oc_error_guard_t *g)
+{
+    guard = g->outer;
+    if (g->kept)
+        memcpy(last_error, g->saved.text, strlen(g->saved.text) + 1);
 }
 
 static void print_line(const char *prefix, const char *fmt, va_list ap)

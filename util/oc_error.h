@@ -21,6 +21,18 @@ typedef struct {
 void oc_error_save(oc_error_saved_t *saved);
 void oc_error_restore(const oc_error_saved_t *saved);
 
+/* The same for the engine's passes, many an operation: the detail is copied
+ * aside only when the work between begin and end records one, so a pass
+ * that fails nowhere costs no copy. Guards nest; end them in reverse order
+ * of their begins, on the thread that began them. */
+typedef struct oc_error_guard {
+    struct oc_error_guard *outer;
+    int kept; /* saved holds the detail as it was at begin */
+    oc_error_saved_t saved;
+} oc_error_guard_t;
+void oc_error_guard_begin(oc_error_guard_t *g);
+void oc_error_guard_end(oc_error_guard_t *g);
+
 /* One-line notice on stderr, prefixed "offcoll: ", when verbose (OC_VERBOSE). */
 void oc_notice(int verbose, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -13,6 +13,20 @@ double oc_time_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double oc_deadline_left_at(oc_deadline_t *d, double now)
+{
+    if (d->timeout <= 0)
+        return -1;
+    if (d->at == 0)
+        d->at = now + d->timeout;
+    return d->at > now ? d->at - now : 0;
+}
+
+double oc_deadline_left(oc_deadline_t *d)
+{
+    return d->timeout > 0 ? oc_deadline_left_at(d, oc_time_now()) : -1;
+}
+
 void oc_futex_wait(_Atomic uint32_t *addr, uint32_t expected, double timeout_s)
 {
     struct timespec ts, *tsp = NULL;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "offcoll.h"
+#include "oc_error.h"
 
 #define assert_refused(call, needle)                                     \
     do {                                                                 \
@@ -241,6 +242,42 @@ static void test_set_last_error(void **state)
     assert_string_equal(oc_last_error(), "");
 }
 
+/* The engine's guard: work between begin and end leaves the detail as
+ * begin saw it, whichever level writes and however it writes. */
+static void test_error_guard(void **state)
+{
+    oc_error_guard_t outer, inner;
+    oc_error_saved_t carried;
+    (void)state;
+    oc_error(OC_ERR_BUSY, "the application's");
+    oc_error_guard_begin(&outer);
+    oc_error_guard_end(&outer);
+    assert_string_equal(oc_last_error(), "the application's");
+
+    oc_error_guard_begin(&outer);
+    oc_error_guard_begin(&inner);
+    oc_error_append(": appended inside");
+    oc_error_guard_end(&inner);
+    assert_string_equal(oc_last_error(), "the application's");
+    oc_error(OC_ERR_BACKEND, "the engine's");
+    oc_error_save(&carried);
+    oc_error_guard_begin(&inner);
+    oc_error(OC_ERR_BACKEND, "an inner pass's");
+    oc_error_restore(&carried);
+    oc_error_guard_end(&inner);
+    assert_string_equal(oc_last_error(), "the engine's");
+    oc_error_guard_end(&outer);
+    assert_string_equal(oc_last_error(), "the application's");
+    oc_error_guard_begin(&outer);
+    oc_error_restore(&carried); /* a detail carried in is a write too */
+    oc_error_guard_end(&outer);
+    assert_string_equal(oc_last_error(), "the application's");
+
+    /* Outside every guard a write stays. */
+    oc_error(OC_ERR_BUSY, "kept");
+    assert_string_equal(oc_last_error(), "kept");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_context_args),
         cmocka_unit_test(test_null_accessors),
         cmocka_unit_test(test_set_last_error),
+        cmocka_unit_test(test_error_guard),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
