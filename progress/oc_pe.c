@@ -60,7 +60,14 @@ typedef struct {
     _Atomic uint32_t done;
 } pe_call_t;
 
-#define STAT_ADD(pe, field, v) atomic_fetch_add_explicit(&(pe)->field, (v), memory_order_relaxed)
+/* A statistic has one writer at a time (the engine's holder, passed on under
+ * its lock; wakeups: the thread), so a plain read and write will do: the
+ * locked adds took a third of the time spent posting a list in a profile of
+ * 1 KB calls. Readers on other threads see each value whole. */
+#define STAT_ADD(pe, field, v)                                                        \
+    atomic_store_explicit(&(pe)->field,                                               \
+                          atomic_load_explicit(&(pe)->field, memory_order_relaxed) + (v), \
+                          memory_order_relaxed)
 
 oc_progress_mode_t oc_pe_mode(const oc_pe_t *pe)
 {

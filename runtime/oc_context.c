@@ -160,6 +160,21 @@ void oc_ctx_release_later(oc_context_t *ctx, void (*release)(void *ptr), void *p
     pthread_mutex_unlock(&ctx->teams_lock);
 }
 
+/* Requests not freed on ctx's teams, not counting each team's own
+ * (gather_req). Counted per team only, so that calls on different teams
+ * share no counter. */
+static int requests_left(oc_context_t *ctx)
+{
+    size_t i;
+    int n = 0;
+    pthread_mutex_lock(&ctx->teams_lock);
+    for (i = 0; i < ctx->teams_cap; i++)
+        if (ctx->teams[i] != NULL)
+            n += atomic_load(&ctx->teams[i]->nrequests) - 1;
+    pthread_mutex_unlock(&ctx->teams_lock);
+    return n;
+}
+
 oc_status_t oc_finalize(oc_context_t *ctx)
 {
     int nt, nr;
@@ -167,7 +182,7 @@ oc_status_t oc_finalize(oc_context_t *ctx)
     if (ctx == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_finalize: ctx is NULL");
     nt = atomic_load(&ctx->nteams);
-    nr = atomic_load(&ctx->nrequests) - nt; /* not each team's own (gather_req) */
+    nr = requests_left(ctx);
     if (nt > 0 || nr > 0)
         return oc_error(OC_ERR_BUSY, "oc_finalize: %d team(s) and %d request(s) not freed", nt,
                         nr);

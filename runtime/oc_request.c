@@ -148,7 +148,6 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nu
         pthread_mutex_unlock(&team->ctx->teams_lock);
     }
     atomic_fetch_add(&team->nrequests, 1);
-    atomic_fetch_add(&team->ctx->nrequests, 1);
     *out = req;
     return OC_OK;
 }
@@ -213,7 +212,6 @@ static void req_unregister(oc_request_t *req)
     if (!spare_keep(req))
         req_destroy(req);
     atomic_fetch_sub(&team->nrequests, 1);
-    atomic_fetch_sub(&team->ctx->nrequests, 1);
 }
 
 /* The request, its in-place copy and its choice of algorithm. args->sbuf

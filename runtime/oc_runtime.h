@@ -26,7 +26,7 @@ struct oc_context {
     struct oc_win *wins;            /* windows, found by id */
     struct oc_later *later;         /* released after the backend (oc_ctx_release_later) */
     uint32_t next_win_id;           /* never reused: a late notification finds nothing */
-    _Atomic int nteams, nrequests;
+    _Atomic int nteams;             /* created and not freed (their requests: each team's) */
 };
 
 struct oc_team {

@@ -354,6 +354,15 @@ int main(int argc, char **argv)
         mismatched_counts(team);
         mismatch_in_early_list(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD);
         CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "1 team(s) and 0 request(s) not freed");
+        {
+            /* A request left on the team: its count reaches both messages. */
+            char s[64] = {0}, r[64];
+            oc_request_t *req;
+            CHECK_OC(oc_alltoall_init(team, s, r, nprocs <= 64 ? 1 : 0, &req));
+            CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "1 team(s) and 1 request(s) not freed");
+            CHECK_ERR(oc_team_free(team), OC_ERR_BUSY, "1 request(s) and 0 window(s)");
+            CHECK_OC(oc_request_free(req));
+        }
         CHECK_OC(oc_team_free(team));
         CHECK_OC(oc_finalize(ctx));
     }
