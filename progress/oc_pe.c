@@ -62,8 +62,8 @@ typedef struct {
 
 /* A statistic has one writer at a time (the engine's holder, passed on under
  * its lock; wakeups: the thread), so a plain read and write will do: the
- * locked adds took a third of the time spent posting a list in a profile of
- * 1 KB calls. Readers on other threads see each value whole. */
+ * locked adds held a third of advance()'s samples in a profile of 1 KB calls.
+ * Readers on other threads see each value whole. */
 #define STAT_ADD(pe, field, v)                                                        \
     atomic_store_explicit(&(pe)->field,                                               \
                           atomic_load_explicit(&(pe)->field, memory_order_relaxed) + (v), \
@@ -332,8 +332,7 @@ int oc_pe_poll_until(oc_pe_t *pe, int (*done)(void *arg), void *arg, oc_deadline
             idle_pass(pe, &idle);
         else
             idle = 0;
-        if (deadline->timeout > 0 && ++passes % CLOCK_PASSES == 0 &&
-            oc_deadline_left(deadline) == 0)
+        if (++passes % CLOCK_PASSES == 0 && oc_deadline_left(deadline) == 0)
             return done(arg);
     }
     return 1;

@@ -306,22 +306,30 @@ static void background_body(ut_rank_t *me, oc_context_t *ctx, oc_team_t *team)
 enum { ASIDE_BATCH = 2000 };
 #define ASIDE_MIN_S 0.1
 
-/* One round: a 1-byte alltoall whose bytes carry round i, checked. */
+/* A 1-byte alltoall of s into r; whether it completed. */
+static int aside_exchange(ut_rank_t *me, oc_team_t *team, unsigned char *s, unsigned char *r)
+{
+    oc_request_t *req = NULL;
+    int ok;
+    if (!CHECK_OC(oc_ialltoall(team, s, r, 1, &req)))
+        return 0;
+    ok = CHECK_OC(oc_wait(req));
+    CHECK_OC(oc_request_free(req));
+    return ok;
+}
+
+/* One round: the bytes carry round i, checked. */
 static void aside_round(ut_rank_t *me, oc_team_t *team, int i)
 {
     const pe_case_t *c = me->c;
     unsigned char s[UT_MAX_RANKS], r[UT_MAX_RANKS];
-    oc_request_t *req = NULL;
     int j;
     for (j = 0; j < c->n; j++)
         s[j] = (unsigned char)(i + me->member.rank * 31 + j);
-    if (!CHECK_OC(oc_ialltoall(team, s, r, 1, &req)))
-        return;
-    if (CHECK_OC(oc_wait(req)))
+    if (aside_exchange(me, team, s, r))
         for (j = 0; j < c->n; j++)
             CHECK(r[j] == (unsigned char)(i + j * 31 + me->member.rank),
                   "round %d: byte from rank %d", i, j);
-    CHECK_OC(oc_request_free(req));
 }
 
 /* Whether any rank wants another batch: an alltoall of each rank's wish. */
@@ -329,15 +337,11 @@ static int aside_more(ut_rank_t *me, oc_team_t *team, int want)
 {
     const pe_case_t *c = me->c;
     unsigned char s[UT_MAX_RANKS], r[UT_MAX_RANKS];
-    oc_request_t *req = NULL;
     int j, any = 0;
     memset(s, want, sizeof(s));
-    if (!CHECK_OC(oc_ialltoall(team, s, r, 1, &req)))
-        return 0;
-    if (CHECK_OC(oc_wait(req)))
+    if (aside_exchange(me, team, s, r))
         for (j = 0; j < c->n; j++)
             any |= r[j];
-    CHECK_OC(oc_request_free(req));
     return any;
 }
 
