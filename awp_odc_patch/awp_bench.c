@@ -10,7 +10,10 @@
  * homogeneous half-space with a free surface and a sponge, excited by a
  * source in the middle. Per mode and size: the median over the timed steps of
  * the slowest rank's step, the mean step, and the means over ranks and steps
- * of the visible communication and of the rest. The CSV is appended to, so
+ * of the visible communication and of the rest; in the offload mode also
+ * offcoll's progress-thread CPU time and wake-ups per step, which tell
+ * what the thread takes from a core beside the computation (its copies,
+ * and its polling for OC_SPIN_US after each list). The CSV is appended to, so
  * runs on 2 and on 4 ranks share one file and one plot. The wavefields at the
  * end must be the same, bit for bit, in every mode of a size (the kernel
  * computes each point alike whatever the exchange): a difference is a wrong
@@ -41,6 +44,8 @@ typedef struct {
 
 typedef struct {
     double median_ms, mean_ms, comm_ms, compute_ms, start_ms;
+    int engine;                   /* the mode has an engine of its own that counts: */
+    double pe_cpu_ms, wakeups;    /* its thread's CPU and wake-ups per step */
     uint64_t checksum; /* of this rank's wavefields at the end (wavefield_checksum) */
 } result_t;
 
@@ -209,7 +214,8 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
 {
     static awp_sim_t s;
     static awp_scenario_t sc;
-    double *step = calloc((size_t)o->steps, sizeof(double)), sums[3] = {0, 0, 0};
+    double *step = calloc((size_t)o->steps, sizeof(double)), sums[5] = {0, 0, 0, 0, 0};
+    awp_exchange_stats_t x0 = {0}, x1 = {0};
     int i, rc, size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     scenario(&sc, n, dims, mode, o->warmup + o->steps, o->flush);
@@ -222,6 +228,9 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     }
     for (i = 0; i < o->warmup && rc == 0; i++)
         rc = awp_sim_step(&s);
+    res->engine = mode == AWP_MODE_OFFLOAD;
+    if (rc == 0 && res->engine)
+        rc = awp_sim_exchange_stats(&s, &x0);
     MPI_Barrier(MPI_COMM_WORLD);
     s.t_step = s.t_comm = s.t_start = 0;
     for (i = 0; i < o->steps && rc == 0; i++) {
@@ -229,9 +238,13 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
         rc = awp_sim_step(&s);
         step[i] = s.t_step - t;
     }
+    if (rc == 0 && res->engine)
+        rc = awp_sim_exchange_stats(&s, &x1);
     /* The timed steps only, as the median: awp_sim_finish's waits for the
      * exchanges still in flight (offload, rma) come once per run, not per step. */
     sums[0] = s.t_step, sums[1] = s.t_comm, sums[2] = s.t_start;
+    sums[3] = x1.engine_cpu_s - x0.engine_cpu_s;
+    sums[4] = (double)(x1.wakeups - x0.wakeups);
     if (rc == 0)
         rc = awp_sim_finish(&s);
     if (rc != 0) {
@@ -241,10 +254,12 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     res->checksum = wavefield_checksum(&s);
     /* the slowest rank's step sets the pace of all */
     MPI_Allreduce(MPI_IN_PLACE, step, o->steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, sums, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     res->mean_ms = 1e3 * sums[0] / size / o->steps;
     res->comm_ms = 1e3 * sums[1] / size / o->steps;
     res->start_ms = 1e3 * sums[2] / size / o->steps;
+    res->pe_cpu_ms = 1e3 * sums[3] / size / o->steps;
+    res->wakeups = sums[4] / size / o->steps;
     res->compute_ms = res->mean_ms - res->comm_ms;
     qsort(step, (size_t)o->steps, sizeof(double), cmp_double);
     res->median_ms = 1e3 * step[o->steps / 2];
@@ -253,7 +268,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
 }
 
 #define CSV_HEADER "config,label,mode,ranks,px,py,pz,n,steps,step_ms_median,step_ms_mean," \
-                   "comm_ms,compute_ms,comm_pct,start_ms"
+                   "comm_ms,compute_ms,comm_pct,start_ms,pe_cpu_ms,wakeups"
 
 /* Index of the next configuration in an existing CSV (its last row's + 1);
  * -1 where its header is not this version's (rows would not match it). */
@@ -317,13 +332,14 @@ int main(int argc, char **argv)
         printf("# wavefields at the end: %s\n", modes_used(&o) > 1
                ? "the same bit for bit in every mode (checked)" : "not checked (one mode)");
         printf("# subnormal floats in the steps: %s\n", flushed ? "flushed to zero" : "kept");
-        printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s %9s\n", "mode", "ranks", "grid", "n",
-               "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%", "start_ms");
+        printf("%-10s %5s %-7s %6s %12s %10s %10s %10s %7s %9s %9s %8s\n", "mode", "ranks",
+               "grid", "n", "step_ms_med", "step_ms", "comm_ms", "compute_ms", "comm%",
+               "start_ms", "pe_cpu_ms", "wakeups");
     }
     for (k = 0; k < o.nsizes; k++, config++)
         for (m = 0, first = -1; m < AWP_MODE_COUNT; m++) {
             result_t r = {0};
-            char label[64];
+            char label[64], cpu[32] = "", wakes[32] = "";
             if (!o.use[m])
                 continue;
             if (measure(&o, o.n[k], dims, (awp_mode_t)m, &r) != 0) {
@@ -336,14 +352,19 @@ int main(int argc, char **argv)
                 continue;
             snprintf(label, sizeof(label), "%d ranks %d^3%s", size, o.n[k],
                      flushed ? "" : " subnormals kept");
-            printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f %9.3f\n",
+            if (r.engine) {
+                snprintf(cpu, sizeof(cpu), "%.4f", r.pe_cpu_ms);
+                snprintf(wakes, sizeof(wakes), "%.1f", r.wakeups);
+            }
+            printf("%-10s %5d %dx%dx%d %6d %12.3f %10.3f %10.3f %10.3f %7.1f %9.3f %9s %8s\n",
                    awp_mode_name(m), size, dims[0], dims[1], dims[2], o.n[k], r.median_ms,
-                   r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms, r.start_ms);
+                   r.mean_ms, r.comm_ms, r.compute_ms, 100 * r.comm_ms / r.mean_ms, r.start_ms,
+                   r.engine ? cpu : "-", r.engine ? wakes : "-");
             if (csv != NULL)
-                fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f\n",
+                fprintf(csv, "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.2f,%.4f,%s,%s\n",
                         config, label, awp_mode_name(m), size, dims[0], dims[1], dims[2],
                         o.n[k], o.steps, r.median_ms, r.mean_ms, r.comm_ms, r.compute_ms,
-                        100 * r.comm_ms / r.mean_ms, r.start_ms);
+                        100 * r.comm_ms / r.mean_ms, r.start_ms, cpu, wakes);
         }
     if (csv != NULL)
         fclose(csv);

@@ -16,6 +16,13 @@
 
 #include "awp_kernel.h"
 
+/* What an exchange's own engine counts, since create. */
+typedef struct {
+    uint64_t network_bytes; /* handed to the network */
+    double engine_cpu_s;    /* CPU time of the engine's own thread */
+    uint64_t wakeups;       /* that thread's returns from sleep */
+} awp_exchange_stats_t;
+
 typedef struct {
     const char *name;
     /* 1: the step starts each field as soon as it is ready and waits right
@@ -32,9 +39,9 @@ typedef struct {
     int (*wait)(void *state, awp_field_t f);
     /* Waits for what is in flight and releases everything; collective. */
     int (*destroy)(void *state);
-    /* Optional: the bytes this rank has handed to the network since create,
-     * where the mode's transport counts them (NULL for the MPI modes). */
-    int (*network_bytes)(void *state, uint64_t *bytes);
+    /* Optional: the counts of the mode's own engine (NULL for the MPI
+     * modes, whose transport does not say). */
+    int (*stats)(void *state, awp_exchange_stats_t *st);
 } awp_exchange_ops_t;
 
 extern const awp_exchange_ops_t awp_exchange_two_sided;

@@ -98,11 +98,12 @@ int awp_sim_create(awp_sim_t *s, const awp_scenario_t *sc, MPI_Comm comm)
     return 0;
 }
 
-int awp_sim_network_bytes(const awp_sim_t *s, uint64_t *bytes)
+int awp_sim_exchange_stats(const awp_sim_t *s, awp_exchange_stats_t *st)
 {
-    if (s->x->network_bytes == NULL)
-        return awp_fail("mode %s does not count the bytes it sends", s->x->name);
-    return s->x->network_bytes(s->xstate, bytes);
+    if (s->x->stats == NULL)
+        return awp_fail("mode %s has no engine of its own that counts (its MPI transport does "
+                        "not say)", s->x->name);
+    return s->x->stats(s->xstate, st);
 }
 
 int awp_sim_free(awp_sim_t *s)

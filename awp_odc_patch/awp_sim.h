@@ -53,11 +53,12 @@ int awp_sim_gather(const awp_sim_t *s, awp_field_t f, const awp_box_t *b, float 
  * for the steps done, in out. */
 int awp_sim_traces(const awp_sim_t *s, float *out);
 
-/* The bytes this rank's exchange has handed to the network so far, its
- * set-up included: offcoll's count in the offload mode, where faces copied
- * into a neighbour's memory on the same host are not among them. Fails in
- * the MPI modes, whose transport does not say. */
-int awp_sim_network_bytes(const awp_sim_t *s, uint64_t *bytes);
+/* The counts of this rank's exchange engine so far, its set-up included:
+ * offcoll's in the offload mode (the bytes handed to the network, where
+ * faces copied into a neighbour's memory on the same host are not among
+ * them; its progress thread's CPU time and wake-ups). Fails in the MPI
+ * modes, whose transport does not say. */
+int awp_sim_exchange_stats(const awp_sim_t *s, awp_exchange_stats_t *st);
 
 /* Collective: releases everything. */
 int awp_sim_free(awp_sim_t *s);

@@ -95,14 +95,16 @@ static int off_destroy(void *state)
 
 /* offcoll counts its sends and puts; a face copied straight into a
  * neighbour's window (shared memory) is a copy, not among them. */
-static int off_network_bytes(void *state, uint64_t *bytes)
+static int off_stats(void *state, awp_exchange_stats_t *out)
 {
     offload_t *x = state;
     oc_stats_t st;
     oc_status_t s = oc_context_stats(x->ctx, &st);
     if (s != OC_OK)
         return oc_fail("oc_context_stats", s);
-    *bytes = st.bytes_sent;
+    out->network_bytes = st.bytes_sent;
+    out->engine_cpu_s = st.progress_cpu_s;
+    out->wakeups = st.wakeups;
     return 0;
 }
 
@@ -114,5 +116,5 @@ const awp_exchange_ops_t awp_exchange_offload = {
     .start = off_start,
     .wait = off_wait,
     .destroy = off_destroy,
-    .network_bytes = off_network_bytes,
+    .stats = off_stats,
 };

@@ -121,6 +121,12 @@ int Cp3dfft_set_slabs(int slabs);
 /* Slabs in use (after setup), 0 before setup. */
 int Cp3dfft_get_slabs(void);
 
+/* The offload mode's progress thread (offcoll's): its CPU time in seconds and
+ * its wake-ups since the process's first offload setup (one offcoll context
+ * per process, kept until MPI_Finalize); 0 and 0 where none was made. What the
+ * thread takes from a core beside the FFTs. Not collective. */
+int Cp3dfft_get_offload_stats(double *thread_cpu_s, unsigned long long *wakeups);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,8 +6,8 @@
  * With --loopback, each rank's offload runs must also have handed all their
  * faces to the network: with OC_INTRANODE=loopback, offcoll may not reach a
  * neighbour through shared memory, which would copy the faces instead (and
- * give the same wavefields); in the MPI modes awp_sim_network_bytes must fail,
- * naming the mode.
+ * give the same wavefields), and its progress thread must have run; in the MPI
+ * modes awp_sim_exchange_stats must fail, naming the mode.
  *
  *   mpirun -np N test_awp_bitwise [--loopback] SCENARIO MODES GRID...
  *   (MODES: comma-separated, e.g. two-sided,offload; GRID: px,py,pz)
@@ -81,7 +81,7 @@ static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r, int loopbac
 {
     static awp_sim_t s;
     awp_box_t all = {{0, 0, 0}, {sc->ng[0], sc->ng[1], sc->ng[2]}};
-    uint64_t sent;
+    awp_exchange_stats_t xs;
     int f, rank, rc;
     MPI_Comm_rank(comm, &rank);
     if ((rc = awp_sim_create(&s, sc, comm)) != 0)
@@ -91,15 +91,17 @@ static int run(const awp_scenario_t *sc, MPI_Comm comm, result_t *r, int loopbac
     if (rc == 0)
         rc = awp_sim_finish(&s);
     if (rc == 0 && loopback && sc->mode != AWP_MODE_OFFLOAD)
-        CHECK(awp_sim_network_bytes(&s, &sent) != 0 &&
+        CHECK(awp_sim_exchange_stats(&s, &xs) != 0 &&
                   strstr(awp_last_error(), awp_mode_name(sc->mode)) != NULL,
-              "mode %s: the network count did not fail naming the mode: %s",
+              "mode %s: the engine's counts did not fail naming the mode: %s",
               awp_mode_name(sc->mode), awp_last_error());
-    else if (rc == 0 && loopback && (rc = awp_sim_network_bytes(&s, &sent)) == 0)
-        CHECK(sent >= face_bytes(&s),
+    else if (rc == 0 && loopback && (rc = awp_sim_exchange_stats(&s, &xs)) == 0) {
+        CHECK(xs.network_bytes >= face_bytes(&s),
               "%" PRIu64 " bytes went to the network, fewer than the faces' %" PRIu64
               ": shared memory carried them, not the loopback path",
-              sent, face_bytes(&s));
+              xs.network_bytes, face_bytes(&s));
+        CHECK(xs.engine_cpu_s > 0, "the progress thread's CPU time is %g s", xs.engine_cpu_s);
+    }
     if (rc == 0)
         rc = awp_sim_traces(&s, rank == 0 ? r->traces : NULL);
     for (f = 0; f < AWP_NFIELDS && rc == 0; f++)

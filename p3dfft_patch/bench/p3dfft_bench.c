@@ -31,14 +31,15 @@ typedef struct {
     const char *csv, *png;
 } opts_t;
 
-enum { C_IMPL, C_N, C_NV, C_SLABS, C_DIMS, C_TIME, C_COMM, C_COMP, C_VS_BLOCKING, C_ERR, C_CONFIG,
-       C_COUNT };
+enum { C_IMPL, C_N, C_NV, C_SLABS, C_DIMS, C_TIME, C_COMM, C_COMP, C_VS_BLOCKING, C_ERR, C_PE_CPU,
+       C_WAKEUPS, C_CONFIG, C_COUNT };
 static const bench_column_t columns[C_COUNT] = {
     {"impl", "impl", -12},        {"N", "n", 5},
     {"nv", "nv", 3},              {"slabs", "slabs", 6},
     {"dims", "dims", 6},          {"ms/var", "time_ms", 10},
     {"comm ms", "comm_ms", 10},   {"comp ms", "comp_ms", 10},
     {"vs blocking", "vs_blocking", 12}, {"rel.err", "rel_err", 9},
+    {"pe cpu ms", "pe_cpu_ms", 10}, {"wakeups", "wakeups", 8},
     {"", "config", 0},
 };
 
@@ -112,6 +113,7 @@ static unsigned fftw_flag(void)
 typedef struct {
     double t_var, comm, comp, err;
     int have_split;
+    double pe_cpu, wakeups; /* offload: the progress thread's, per variable */
 } result_t;
 
 /* Median over iterations of the slowest rank's time. */
@@ -165,6 +167,12 @@ static int checked_iteration(long it, long total)
     return it >= total - 2;
 }
 
+static void offload_stats(double *cpu_s, unsigned long long *wakeups)
+{
+    if (Cp3dfft_get_offload_stats(cpu_s, wakeups))
+        bench_die("Cp3dfft_get_offload_stats: %s", Cp3dfft_last_error());
+}
+
 /* The library in one mode: setup, warm-up, timed loop, check. */
 static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, const int dims[2],
                            int rank)
@@ -173,7 +181,8 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     long it, total = o->warmup + o->iters, i;
     unsigned char fw[] = "fft", bw[] = "tff";
     double *A, *B, *C, *t = (double *)bench_buf_alloc(sizeof(double) * ((size_t)o->iters + 1));
-    double timers[P3DFFT_NTIMERS], err = 0, N = (double)n * n * n;
+    double timers[P3DFFT_NTIMERS], err = 0, N = (double)n * n * n, cpu[2] = {0, 0};
+    unsigned long long wakes[2] = {0, 0};
     size_t nr, nc;
     result_t r = {0};
 
@@ -193,7 +202,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
         if (it > 0)
             scale_values(A, A, nr * (size_t)nv, input_scale(it) / input_scale(it - 1));
         if (it == o->warmup)
-            Cset_timers();
+            Cset_timers(), offload_stats(&cpu[0], &wakes[0]);
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         if (Cp3dfft_ftran_r2c_many(A, (int)nr, B, (int)nc, nv, fw) ||
@@ -205,6 +214,9 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
             err = fmax(err, round_trip_err(C, A, nr * (size_t)nv, 1, N, input_scale(it)));
     }
     Cget_timers(timers);
+    offload_stats(&cpu[1], &wakes[1]);
+    r.pe_cpu = bench_max_over_ranks(cpu[1] - cpu[0]) / (double)o->iters / nv;
+    r.wakeups = bench_max_over_ranks((double)(wakes[1] - wakes[0])) / (double)o->iters / nv;
     for (v = 0; v < P3DFFT_NTIMERS; v++)
         *(v < 4 ? &r.comm : &r.comp) += timers[v];
     r.comm = bench_max_over_ranks(r.comm) / (double)o->iters / nv;
@@ -306,6 +318,9 @@ static void emit(FILE *csv, int config, const char *impl, int n, int nv, int sla
     bench_set_field(f[C_COMP], r->have_split, 3, r->comp * 1e3);
     bench_set_field(f[C_VS_BLOCKING], blocking > 0, 3, r->t_var / blocking);
     snprintf(f[C_ERR], sizeof(bench_field_t), "%.1e", r->err);
+    /* the other modes run no thread (the context, kept per process, idles) */
+    bench_set_field(f[C_PE_CPU], strncmp(impl, "offload", 7) == 0, 3, r->pe_cpu * 1e3);
+    bench_set_field(f[C_WAKEUPS], strncmp(impl, "offload", 7) == 0, 1, r->wakeups);
     snprintf(f[C_CONFIG], sizeof(bench_field_t), "%d", config);
     bench_report_line(columns, C_COUNT, f, f, csv);
     if (r->err > 1e-10)

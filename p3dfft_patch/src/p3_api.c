@@ -554,3 +554,11 @@ int Cp3dfft_get_slabs(void)
 {
     return g != NULL ? g->nslab : 0;
 }
+
+int Cp3dfft_get_offload_stats(double *thread_cpu_s, unsigned long long *wakeups)
+{
+    if (thread_cpu_s == NULL || wakeups == NULL)
+        return p3_fail(P3DFFT_ERR_ARG, "Cp3dfft_get_offload_stats: %s is NULL",
+                       thread_cpu_s == NULL ? "thread_cpu_s" : "wakeups");
+    return p3_tr_stats(thread_cpu_s, wakeups) == P3DFFT_OK ? ok() : P3DFFT_ERR_OFFLOAD;
+}

@@ -160,6 +160,8 @@ void p3_tr_drain(p3_t *p);
  * cancel every transfer. */
 void p3_tr_keep(void *buf);
 void p3_tr_progress(p3_t *p); /* lets MPI move the mpi_nb transposes */
+/* The offcoll context's progress-thread CPU time and wake-ups; 0 without one. */
+int p3_tr_stats(double *cpu_s, unsigned long long *wakeups);
 /* Block r of the side that transpose t receives forward (X-Y: Y range r of
  * our X range; Y-Z: Z range r of the unit's slab): our own block lies on the
  * other side, as the transposes do not move it. */

@@ -179,6 +179,18 @@ static int finalize_ctx(MPI_Comm comm, int key, void *value, void *extra)
     return MPI_SUCCESS;
 }
 
+int p3_tr_stats(double *cpu_s, unsigned long long *wakeups)
+{
+    oc_stats_t st = {0};
+    oc_status_t s;
+    if (shared_ctx != NULL && (s = oc_context_stats(shared_ctx, &st)) != OC_OK)
+        return p3_fail(P3DFFT_ERR_OFFLOAD, "oc_context_stats: %s: %s", oc_status_string(s),
+                       oc_last_error());
+    *cpu_s = st.progress_cpu_s;
+    *wakeups = st.wakeups;
+    return P3DFFT_OK;
+}
+
 static oc_status_t context(oc_context_t **ctx)
 {
     int key;

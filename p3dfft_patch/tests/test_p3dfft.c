@@ -433,10 +433,16 @@ static void check_errors(void)
 {
     int dims[2] = {1, nproc}, mem[3], s[3], e[3], n = 8;
     int comm = MPI_Comm_c2f(MPI_COMM_WORLD);
-    double a[4], t[P3DFFT_NTIMERS];
+    double a[4], t[P3DFFT_NTIMERS], cpu = -1;
+    unsigned long long wakeups = 1;
     unsigned char fw[] = "fft", bad[] = "fxt", cos_x[] = "cff", sin_y[] = "fsf", cos_z[] = "ffc";
 
     snprintf(tag, sizeof(tag), "errors");
+    CHECK_P3(Cp3dfft_get_offload_stats(&cpu, &wakeups));
+    CHECK(cpu == 0 && wakeups == 0, "before any offload setup: thread CPU %g s, %llu wake-ups",
+          cpu, wakeups);
+    CHECK_FAILS(Cp3dfft_get_offload_stats(NULL, &wakeups), "thread_cpu_s");
+    CHECK_FAILS(Cp3dfft_get_offload_stats(&cpu, NULL), "wakeups");
     CHECK_FAILS(Cp3dfft_ftran_r2c(a, a + 2, fw), "Cp3dfft_setup");
     CHECK_FAILS(Cp3dfft_btran_c2r(a, a + 2, fw), "Cp3dfft_setup");
     CHECK_FAILS(Cp3dfft_get_dims(s, e, s, 1), "Cp3dfft_setup");
@@ -647,6 +653,16 @@ static void bad_init_case(void)
     CHECK(t < 10, "set-up took %.1f s to fail (OC_TIMEOUT_S is 20): %s", t, Cp3dfft_last_error());
 }
 
+/* After the offload cases: the statistics are the context's, not zeros. */
+static void check_thread_ran(void)
+{
+    double cpu = -1;
+    unsigned long long wakeups;
+    CHECK_P3(Cp3dfft_get_offload_stats(&cpu, &wakeups));
+    CHECK(nproc == 1 ? cpu == 0 : cpu > 0, "%d rank(s): the progress thread's CPU time %g s",
+          nproc, cpu);
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
@@ -740,10 +756,12 @@ int main(int argc, char **argv)
                 for (v = 0; v < 3; v++)
                     fftw_free(refs[y][z][v]);
     }
-    /* Offload mode with nothing to move (one rank) starts no offcoll context. */
-    snprintf(tag, sizeof(tag), "1 rank, after every offload case");
+    /* Offload mode with nothing to move (one rank) starts no offcoll context;
+     * with something, the context's thread has run. */
+    snprintf(tag, sizeof(tag), "after every offload case");
     if (nproc == 1)
         CHECK(pe_thread_ids(NULL, 0) == 0, "%d offcoll progress threads with nothing to move",
               pe_thread_ids(NULL, 0));
+    check_thread_ran();
     return check_finish("test_p3dfft");
 }
