@@ -13,15 +13,6 @@
     (C1 * ((a)[(p) + (fwd)] - (a)[(p) + (fwd) - (s)]) + \
      C2 * ((a)[(p) + (fwd) + (s)] - (a)[(p) + (fwd) - 2 * (s)]))
 
-/* Loops over box b: i, j, then the fastest index k, with p the offset of
- * (i, j, k) and damp the sponge factor of the point. ivdep: a loop writes
- * only the point p of its own fields and reads the others', which GCC cannot
- * prove from the restrict of locals: even at -O3 it vectorized three of the
- * seven loops after versioning them for aliasing, not the velocities' nor
- * the normal stresses' (each needed more than its 10 run-time checks). Each
- * point's arithmetic is the same, in the same order, in the vector body as
- * in the scalar remainder (no contraction: -ffp-contract=off), so the
- * bitwise equality of any decomposition holds. */
 /* The loops in 16-byte vectors (what a build for any x86-64 has) and, where
  * the CPU has AVX2, in 32-byte ones, chosen when the program loads: 0.65-0.84x
  * the time of a step on the AMD EPYC VM of README's "The kernel vectorized".
@@ -34,6 +25,15 @@
 #define VECTOR_CLONES
 #endif
 
+/* Loops over box b: i, j, then the fastest index k, with p the offset of
+ * (i, j, k) and damp the sponge factor of the point. ivdep: a loop writes
+ * only the point p of its own fields and reads the others', which GCC cannot
+ * prove from the restrict of locals: even at -O3 it vectorized three of the
+ * seven loops after versioning them for aliasing, not the velocities' nor
+ * the normal stresses' (each needed more than its 10 run-time checks). Each
+ * point's arithmetic is the same, in the same order, in the vector body as
+ * in the scalar remainder (no contraction: -ffp-contract=off), so the
+ * bitwise equality of any decomposition holds. */
 #define FOR_BOX(g, sp, b, ...)                                                     \
     do {                                                                           \
         int i_, j_, k_;                                                            \
@@ -60,7 +60,8 @@ static int empty(const awp_box_t *b)
  * j-1/2, k); xx, yy, zz (i+1/2, j-1/2, k+1/2), xy (i, j, k+1/2), xz (i, j-1/2,
  * k), yz (i+1/2, j, k). Each D4 below picks the index offset that puts the two
  * nearest samples at +-1/2 around the updated position. */
-VECTOR_CLONES void awp_velocity_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
+VECTOR_CLONES
+void awp_velocity_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
                       const awp_sponge_t *sp, awp_field_t c, const awp_box_t *b)
 {
     const ptrdiff_t si = (ptrdiff_t)g->si, sj = (ptrdiff_t)g->sj;
@@ -94,7 +95,8 @@ VECTOR_CLONES void awp_velocity_box(const awp_grid_t *g, awp_wave_t *w, const aw
     }
 }
 
-VECTOR_CLONES void awp_stress_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
+VECTOR_CLONES
+void awp_stress_box(const awp_grid_t *g, awp_wave_t *w, const awp_coef_t *co,
                     const awp_sponge_t *sp, awp_sgroup_t s, const awp_box_t *b)
 {
     const ptrdiff_t si = (ptrdiff_t)g->si, sj = (ptrdiff_t)g->sj;
