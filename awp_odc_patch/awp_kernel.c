@@ -19,7 +19,18 @@
  * AVX2 brings no fused multiply-add (FMA is a flag of its own, and
  * -ffp-contract=off forbids contraction): the results are the same bit for
  * bit on either path. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__SANITIZE_THREAD__)
+#define TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) /* clang's way to say it */
+#define TSAN_BUILD 1
+#endif
+#endif
+/* Not under ThreadSanitizer: it instruments the clones' resolver, which the
+ * loader runs while it relocates the program, before the sanitizer has
+ * started (SIGSEGV in awp_velocity_box[resolver] from _dl_relocate_object,
+ * GCC 12). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(TSAN_BUILD)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
