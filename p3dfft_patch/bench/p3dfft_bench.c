@@ -201,8 +201,10 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
         double t0;
         if (it > 0)
             scale_values(A, A, nr * (size_t)nv, input_scale(it) / input_scale(it - 1));
-        if (it == o->warmup)
-            Cset_timers(), offload_stats(&cpu[0], &wakes[0]);
+        if (it == o->warmup) {
+            Cset_timers();
+            offload_stats(&cpu[0], &wakes[0]);
+        }
         MPI_Barrier(MPI_COMM_WORLD);
         t0 = MPI_Wtime();
         if (Cp3dfft_ftran_r2c_many(A, (int)nr, B, (int)nc, nv, fw) ||
