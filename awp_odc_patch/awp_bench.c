@@ -228,7 +228,7 @@ static int measure(const opts_t *o, int n, const int dims[3], awp_mode_t mode, r
     }
     for (i = 0; i < o->warmup && rc == 0; i++)
         rc = awp_sim_step(&s);
-    res->engine = mode == AWP_MODE_OFFLOAD;
+    res->engine = s.x->stats != NULL;
     if (rc == 0 && res->engine)
         rc = awp_sim_exchange_stats(&s, &x0);
     MPI_Barrier(MPI_COMM_WORLD);

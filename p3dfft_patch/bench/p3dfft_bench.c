@@ -113,7 +113,8 @@ static unsigned fftw_flag(void)
 typedef struct {
     double t_var, comm, comp, err;
     int have_split;
-    double pe_cpu, wakeups; /* offload: the progress thread's, per variable */
+    int engine;             /* offload: a progress thread runs, and then */
+    double pe_cpu, wakeups; /* its CPU time and wake-ups per variable */
 } result_t;
 
 /* Median over iterations of the slowest rank's time. */
@@ -217,6 +218,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     }
     Cget_timers(timers);
     offload_stats(&cpu[1], &wakes[1]);
+    r.engine = mode == M_OFFLOAD; /* the other modes run no thread (the context idles) */
     r.pe_cpu = bench_max_over_ranks(cpu[1] - cpu[0]) / (double)o->iters / nv;
     r.wakeups = bench_max_over_ranks((double)(wakes[1] - wakes[0])) / (double)o->iters / nv;
     for (v = 0; v < P3DFFT_NTIMERS; v++)
@@ -320,9 +322,8 @@ static void emit(FILE *csv, int config, const char *impl, int n, int nv, int sla
     bench_set_field(f[C_COMP], r->have_split, 3, r->comp * 1e3);
     bench_set_field(f[C_VS_BLOCKING], blocking > 0, 3, r->t_var / blocking);
     snprintf(f[C_ERR], sizeof(bench_field_t), "%.1e", r->err);
-    /* the other modes run no thread (the context, kept per process, idles) */
-    bench_set_field(f[C_PE_CPU], strncmp(impl, "offload", 7) == 0, 3, r->pe_cpu * 1e3);
-    bench_set_field(f[C_WAKEUPS], strncmp(impl, "offload", 7) == 0, 1, r->wakeups);
+    bench_set_field(f[C_PE_CPU], r->engine, 3, r->pe_cpu * 1e3);
+    bench_set_field(f[C_WAKEUPS], r->engine, 1, r->wakeups);
     snprintf(f[C_CONFIG], sizeof(bench_field_t), "%d", config);
     bench_report_line(columns, C_COUNT, f, f, csv);
     if (r->err > 1e-10)
