@@ -6,6 +6,7 @@ const awp_exchange_ops_t *awp_exchange_for(awp_mode_t mode)
         [AWP_MODE_TWO_SIDED] = &awp_exchange_two_sided,
         [AWP_MODE_OFFLOAD] = &awp_exchange_offload,
         [AWP_MODE_RMA] = &awp_exchange_rma,
+        [AWP_MODE_EMPTY] = &awp_exchange_empty,
     };
     return ops[mode];
 }

@@ -29,6 +29,9 @@ typedef struct {
      * before use (offload); 0: the original pattern, update all, then start
      * and wait for all (two-sided). */
     int overlapped;
+    /* 1: moves no data, the ghosts keep what they had (awp_bench's timing
+     * reference, never a scenario's mode): its wavefields are not a run's. */
+    int timing_only;
     /* Collective where the mode needs it; awp_sim_create agrees on the
      * outcome across ranks. */
     int (*create)(const awp_grid_t *g, awp_wave_t *w, void **state);
@@ -47,6 +50,7 @@ typedef struct {
 extern const awp_exchange_ops_t awp_exchange_two_sided;
 extern const awp_exchange_ops_t awp_exchange_offload;
 extern const awp_exchange_ops_t awp_exchange_rma;
+extern const awp_exchange_ops_t awp_exchange_empty;
 
 const awp_exchange_ops_t *awp_exchange_for(awp_mode_t mode);
 

@@ -16,6 +16,7 @@ static const char *const mode_names[AWP_MODE_COUNT] = {
     [AWP_MODE_TWO_SIDED] = "two-sided",
     [AWP_MODE_OFFLOAD] = "offload",
     [AWP_MODE_RMA] = "rma",
+    [AWP_MODE_EMPTY] = "empty",
 };
 
 static const char *const field_names[AWP_NFIELDS] = {
@@ -248,11 +249,14 @@ static int key_proc(ctx_t *c, const char *v)
 static int key_mode(ctx_t *c, const char *v)
 {
     int m;
-    for (m = 0; m < AWP_MODE_COUNT; m++)
+    for (m = 0; m < AWP_MODE_EMPTY; m++)
         if (strcmp(v, mode_names[m]) == 0) {
             c->sc->mode = (awp_mode_t)m;
             return 0;
         }
+    if (strcmp(v, mode_names[AWP_MODE_EMPTY]) == 0)
+        return awp_fail("mode 'empty' is awp_bench's timing reference, which moves no data "
+                        "(known: two-sided, offload, rma)");
     return awp_fail("unknown mode '%s' (known: two-sided, offload, rma)", v);
 }
 

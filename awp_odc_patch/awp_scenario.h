@@ -14,7 +14,13 @@
 #define AWP_MAX_SNAPSHOTS 64
 #define AWP_PATH_MAX 512
 
-typedef enum { AWP_MODE_TWO_SIDED, AWP_MODE_OFFLOAD, AWP_MODE_RMA, AWP_MODE_COUNT } awp_mode_t;
+/* A scenario's exchange modes, then awp_bench's timing reference (empty
+ * messages: exchange_empty.c), which a scenario file cannot name. */
+typedef enum {
+    AWP_MODE_TWO_SIDED, AWP_MODE_OFFLOAD, AWP_MODE_RMA,
+    AWP_MODE_EMPTY,
+    AWP_MODE_COUNT
+} awp_mode_t;
 
 typedef enum { AWP_STF_GAUSSIAN, AWP_STF_GAUSSIAN_DERIVATIVE, AWP_STF_BRUNE } awp_stf_kind_t;
 

@@ -40,12 +40,6 @@ static int ts_create(const awp_grid_t *g, awp_wave_t *w, void **state)
     return 0;
 }
 
-/* The tag says which face of the receiver the data is for. */
-static int tag(int f, int face)
-{
-    return f * 6 + face;
-}
-
 static int ts_start(void *state, awp_field_t f)
 {
     two_sided_t *x = state;
@@ -53,7 +47,7 @@ static int ts_start(void *state, awp_field_t f)
     for (i = 0; i < 6; i++) {
         const awp_face_t *a = &x->face[f][i];
         if (a->peer != MPI_PROC_NULL)
-            rc |= MPI_Irecv(x->rbuf[f][i], (int)a->count, MPI_FLOAT, a->peer, tag(f, i),
+            rc |= MPI_Irecv(x->rbuf[f][i], (int)a->count, MPI_FLOAT, a->peer, awp_face_tag(f, i),
                             x->g->comm, &x->req[f][x->nreq[f]++]);
     }
     for (i = 0; i < 6; i++) {
@@ -61,7 +55,7 @@ static int ts_start(void *state, awp_field_t f)
         if (a->peer == MPI_PROC_NULL)
             continue;
         awp_face_pack(x->g, x->w->f[f], a, x->sbuf[f][i]);
-        rc |= MPI_Isend(x->sbuf[f][i], (int)a->count, MPI_FLOAT, a->peer, tag(f, i ^ 1),
+        rc |= MPI_Isend(x->sbuf[f][i], (int)a->count, MPI_FLOAT, a->peer, awp_face_tag(f, i ^ 1),
                         x->g->comm, &x->req[f][x->nreq[f]++]);
     }
     return rc == MPI_SUCCESS ? 0 : awp_fail("two-sided: posting the exchange of %s failed",

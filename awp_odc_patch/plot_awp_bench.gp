@@ -23,7 +23,7 @@ set datafile columnheaders
 # Only the modes the CSV has (awp_bench --modes): a labels plot without a
 # single point crashes gnuplot 5.4.
 modes = ""
-do for [m in "two-sided offload rma"] {
+do for [m in "two-sided offload rma empty"] {
     stats csv using (strcol("mode") eq m ? 1 : 0) nooutput
     if (STATS_sum > 0) { modes = modes . " " . m }
 }
@@ -33,9 +33,10 @@ if (n == 0) {
     exit status 1
 }
 # a mode keeps its colours whichever modes are present
-known(i) = word(modes, i) eq "two-sided" ? 1 : word(modes, i) eq "offload" ? 2 : 3
-colour(i) = word("#4d4d4d #2ca02c #6a51a3", known(i))
-light(i) = word("#bdbdbd #a1d99b #bcbddc", known(i))
+known(i) = word(modes, i) eq "two-sided" ? 1 : word(modes, i) eq "offload" ? 2 : \
+           word(modes, i) eq "rma" ? 3 : 4
+colour(i) = word("#4d4d4d #2ca02c #6a51a3 #d95f02", known(i))
+light(i) = word("#bdbdbd #a1d99b #bcbddc #fdd0a2", known(i))
 pick(name, col) = strcol("mode") eq name ? column(col) : NaN
 bw = 0.8 / n
 xpos(i) = column("config") + (i - (n + 1) / 2.0) * bw
