@@ -255,7 +255,7 @@ static int key_mode(ctx_t *c, const char *v)
             return 0;
         }
     if (strcmp(v, mode_names[AWP_MODE_EMPTY]) == 0)
-        return awp_fail("mode 'empty' is awp_bench's timing reference, which moves no data "
+        return awp_fail("'empty' is awp_bench's timing reference, which moves no data "
                         "(known: two-sided, offload, rma)");
     return awp_fail("unknown mode '%s' (known: two-sided, offload, rma)", v);
 }

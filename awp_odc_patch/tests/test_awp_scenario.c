@@ -57,7 +57,7 @@ static const case_t cases[] = {
     {"unstable", "dt = 0.02", 2, 1, "unstable: vp_max * dt / h", {NULL}},
     {"unknown mode", "mode = carrier-pigeon", 9, 1, "unknown mode 'carrier-pigeon'", {NULL}},
     {"the benchmark's reference mode", "mode = empty", 9, 1,
-     "mode 'empty' is awp_bench's timing reference", {NULL}},
+     "'empty' is awp_bench's timing reference", {NULL}},
     {"unknown key", "colour = blue", 9, 1, "unknown key 'colour'", {NULL}},
     {"unknown denormals choice", "grid = 24 24 24", 0, 1,
      "denormals: expected flush or keep, got 'zero'", {"denormals=zero"}},
