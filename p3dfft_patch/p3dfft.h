@@ -47,7 +47,7 @@ enum {
  * 10 unpack Y-X               11 FFT c2r X
  * In the pipelined modes, timers 0 to 3 hold the time spent starting and
  * waiting for a transpose, i.e. what the overlap did not hide. With dims[0]
- * = 1 and one slab, FFT-x and FFT-y (unless the op string skips Y) run
+ * = 1, FFT-x and FFT-y (unless the op string skips Y) run
  * together, plane by plane: timer 4 holds both forward, timer 11 both
  * backward, and 6 and 9 stay 0. Seconds, summed over calls since
  * Cset_timers. */

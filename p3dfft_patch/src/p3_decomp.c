@@ -150,6 +150,8 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
 /* One variable's Y-Z stage in nslab X-slabs (clamped to the X extent). */
 int p3_slabs_init(p3_t *p, int nslab)
 {
+    /* p3_xy_run's plane (nxh, ny), whatever the slabs: one rank in ROW */
+    size_t xy_plane = p->iproc == 1 ? (size_t)p->nxh * (size_t)p->ny : 0;
     int rc;
     if (nslab > p->iisize)
         nslab = p->iisize > 0 ? p->iisize : 1;
@@ -164,7 +166,7 @@ int p3_slabs_init(p3_t *p, int nslab)
     p->plane_len = (size_t)p->slab.n[nslab - 1] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
     p->line = cbuf(p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
                                                               : (size_t)p->nxh * p->jisize);
-    p->plane = cbuf(p->plane_len);
+    p->plane = cbuf(p->plane_len > xy_plane ? p->plane_len : xy_plane);
     if (p->line == NULL || p->plane == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");
     return P3DFFT_OK;

@@ -214,32 +214,59 @@ static int plan_failed(const plan_key_t *k, int n)
     return p3_fail(P3DFFT_ERR_FFTW, "FFTW cannot plan a transform of %d points", n);
 }
 
-/* Where a plane's runs lie on its spread side. */
+/* Where a plane's runs lie on its spread side. With slabs (p3_xy_run), the
+ * runs are cut along X: slab s's parts lie in a block of their own, slab
+ * after slab, laid out as the whole would be with xs = the slab's width
+ * (p3_tr_sbuf: the Y side of the Y-Z transpose). */
 typedef struct {
     int n, xs;     /* n runs of xs complex values */
     size_t stride; /* complex values from one run to the next */
+    const p3_split_t *slabs; /* NULL: one piece, [0, xs) */
+    int nslab;
 } p3_runs_t;
+
+/* Line l's runs between the plane and the spread side starting at spread
+ * (line 0's); gather: spread -> plane. With slabs, the strides of a slab's
+ * block are the whole's scaled by its share of xs (stride and step_spread
+ * are then multiples of xs: p3_xy_run). */
+static void copy_runs(p3_t *p, const p3_runs_t *r, fftw_complex *spread, size_t step_spread,
+                      int l, int gather)
+{
+    int s, i, nslab = r->slabs != NULL ? r->nslab : 1;
+    size_t per_x = r->stride / (size_t)r->xs, step_x = step_spread / (size_t)r->xs;
+    for (s = 0; s < nslab; s++) {
+        size_t x0 = r->slabs != NULL ? (size_t)r->slabs->s[s] : 0;
+        size_t xn = r->slabs != NULL ? (size_t)r->slabs->n[s] : (size_t)r->xs;
+        size_t stride = r->slabs != NULL ? per_x * xn : r->stride;
+        size_t run = sizeof(fftw_complex) * xn;
+        fftw_complex *b = r->slabs != NULL
+                              ? spread + x0 * per_x * (size_t)r->n + (size_t)l * step_x * xn
+                              : spread + (size_t)l * step_spread;
+        fftw_complex *plane = p->plane + x0;
+        for (i = 0; i < r->n; i++, b += stride, plane += r->xs)
+            memcpy(gather ? (void *)plane : (void *)b, gather ? (void *)b : (void *)plane, run);
+    }
+}
 
 /* `lines` transforms of key k, each between p->plane (the runs packed) and
  * the spread side: P3_SCATTER, FFTW writes the plane and it is copied out;
  * P3_GATHER, it is gathered and FFTW reads it. Line l's packed side starts
  * at in (scatter) or out (gather) + l * step elements of its kind, its spread
- * side step_spread complex values after line 0's. */
+ * side step_spread complex values after line 0's (in each slab's block,
+ * scaled: copy_runs). */
 static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_t *r, char *in,
                       char *out, size_t step, size_t step_spread)
 {
-    int per = (lines + P3_CHUNKS - 1) / P3_CHUNKS, l, i;
-    size_t run = sizeof(fftw_complex) * (size_t)r->xs;
+    int per = (lines + P3_CHUNKS - 1) / P3_CHUNKS, l;
+    fftw_complex *spread = (fftw_complex *)(how == P3_GATHER ? in : out);
 
     for (l = 0; l < lines; l++) {
-        fftw_complex *spread = (fftw_complex *)(how == P3_GATHER ? in : out) + l * step_spread;
         char *packed = how == P3_GATHER ? out + l * step * out_elem(k->kind)
                                         : in + l * step * in_elem(k->kind);
         fftw_plan plan;
 
         if (how == P3_GATHER)
-            for (i = 0; i < r->n; i++)
-                memcpy(p->plane + (size_t)i * r->xs, spread + (size_t)i * r->stride, run);
+            copy_runs(p, r, spread, step_spread, l, 1);
         /* p->plane has FFTW's alignment; the user's side may not */
         k->unaligned = fftw_alignment_of((double *)packed) != 0;
         if ((plan = get_plan(p, k)) == NULL)
@@ -248,8 +275,7 @@ static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_
             execute(plan, k->kind, p->plane, packed);
         } else {
             execute(plan, k->kind, packed, p->plane);
-            for (i = 0; i < r->n; i++)
-                memcpy(spread + (size_t)i * r->stride, p->plane + (size_t)i * r->xs, run);
+            copy_runs(p, r, spread, step_spread, l, 0);
         }
         if ((l + 1) % per == 0)
             p3_tr_progress(p);
@@ -262,7 +288,7 @@ static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_
 int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y)
 {
     int nx = p->nx, ny = p->ny, xs = p->nxh;
-    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize};
+    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize, &p->slab, p->nslab};
     plan_key_t k;
 
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
@@ -285,7 +311,7 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
 
     if (how != P3_WHOLE) {
         p3_runs_t r = {st->dim.n, st->how[1].n,
-                       (size_t)(how == P3_GATHER ? st->dim.is : st->dim.os)};
+                       (size_t)(how == P3_GATHER ? st->dim.is : st->dim.os), NULL, 1};
         memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
         k.kind = st->kind;
         k.rank = 1;

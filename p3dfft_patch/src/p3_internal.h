@@ -21,9 +21,10 @@ enum { P3_FWD = 0, P3_BWD = 1 };
 /* The two transposes: X-Y over ROW, one unit per variable; Y-Z over COL, one
  * unit per X-slab of a variable. */
 enum { P3_XY = 0, P3_YZ = 1, P3_NTR = 2 };
-/* Buffers of a transpose per in-flight unit: Y-Z unit u uses slot u % 2 and
- * X-Y unit (variable) j slot j % xslots, so that a unit can be in flight
- * while the one before it is consumed. */
+/* Buffers of a transpose per variable in flight: variable j's units use
+ * Y-Z slot j % 2 (each slab its own part) and X-Y slot j % xslots, so that
+ * a variable's transposes can be in flight while the one before it is
+ * consumed. */
 #define P3_SLOTS 2
 #define P3_MAX_SLABS 64
 
@@ -56,12 +57,13 @@ typedef struct {
 
 typedef struct p3_plan_entry p3_plan_entry_t;
 
-/* A transpose's per-slot state. */
+/* The state of one unit's transpose in a slot: every slab of a variable
+ * can be in flight at once. */
 typedef struct {
     MPI_Request mreq;                  /* mpi_nb */
     int *scnt, *sdsp, *rcnt, *rdsp;    /* mpi_nb: must live until completion */
     int active;
-    int dir, unit;
+    int dir;
 } p3_slot_t;
 
 /* One of the two transposes in p->mode. Side 0 is what the forward transpose
@@ -71,7 +73,7 @@ typedef struct {
     const char *name[2];  /* per direction, for messages: "X-Y", "Y-X" */
     MPI_Comm comm;        /* ROW or COL */
     int np;               /* its size */
-    p3_slot_t slot[P3_SLOTS];
+    p3_slot_t slot[P3_SLOTS][P3_MAX_SLABS]; /* [slot][unit] */
     oc_team_t *team;      /* offload */
     oc_request_t *req[2][P3_SLOTS][P3_MAX_SLABS]; /* offload: [dir][slot][unit] */
 } p3_tr_t;
@@ -138,9 +140,10 @@ int p3_auto_slabs(const p3_t *p);
 /* p3_fft.c */
 int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
 /* FFT-x and FFT-y of one variable together, one 2D transform per Z plane,
- * where X and Y are both local (one rank in ROW, one slab): forward from the
- * real X-pencil (nx, ny, kjsize) to the Y side of the Y-Z transpose (nxh,
- * kjsize, ny); backward (dir P3_BWD) from there to the real X-pencil. */
+ * where X and Y are both local (one rank in ROW): forward from the real
+ * X-pencil (nx, ny, kjsize) to the Y side of the Y-Z transpose, its runs cut
+ * into the slabs' blocks (xs_s, kjsize, ny), slab after slab, from y, the
+ * slot's first; backward (dir P3_BWD) from there to the real X-pencil. */
 int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y);
 void p3_plans_free(p3_t *p);
 
@@ -149,7 +152,7 @@ void p3_tr_init(p3_t *p);     /* names, communicators; before p3_tr_setup */
 int p3_tr_setup(p3_t *p);     /* collective: what p->mode needs */
 int p3_tr_teardown(p3_t *p);  /* collective */
 int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit);
-int p3_tr_wait(p3_t *p, int t, int slot);
+int p3_tr_wait(p3_t *p, int t, int slot, int unit);
 /* After a failed transform (the callers of p3_forward/p3_backward): completes
  * the transposes still in flight (the peers, in step so far, started theirs),
  * so that none is left active or writing into buffers freed later;
@@ -174,7 +177,7 @@ fftw_complex *p3_tr_rbuf(const p3_t *p, int t, int dir, int slot, int unit);
 
 /* p3_pipeline.c */
 /* 1 where a transform with (yskip) or without an 'n' along Y runs FFT-x and
- * FFT-y together (p3_xy_run): one rank in ROW, one slab, Y transformed. */
+ * FFT-y together (p3_xy_run): one rank in ROW, Y transformed. */
 int p3_xy_fused(const p3_t *p, int yskip);
 /* op: what to do along X, Y, Z (X is always r2c / c2r). */
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,

@@ -1,16 +1,20 @@
 /*
  * The forward and backward transforms of nv variables, each variable's Y-Z
  * stage cut into nslab X-slabs. A "unit" is one slab of one variable; the
- * units' Y-Z transposes are pipelined as DESIGN.md describes for variables:
- * forward, per unit FFT-y, start of its Y-Z transpose, wait for the previous
- * unit and its FFT-z; the backward transform mirrors it (FFT-z, start of the
- * Z-Y transpose, wait for the previous unit, its FFT-y). Beyond DESIGN.md,
+ * Y-Z transposes are pipelined as DESIGN.md describes for variables:
+ * forward, per variable FFT-y and the start of each of its units' Y-Z
+ * transposes, then, unit by unit, the wait for the previous variable's and
+ * its FFT-z; the backward transform mirrors it (FFT-z and the start of the
+ * Z-Y transpose of each unit, then the previous variable's waits and FFT-y).
+ * With slabs, the last variable's units are waited for one at a time, each
+ * FFT-z hiding the transposes of the units after it. Beyond DESIGN.md,
  * where X-Y data moves (more than one rank in ROW) the X-Y transposes are
  * pipelined across variables too: forward, variable j+1's FFT-x and the start
  * of its X-Y transpose come before the wait for variable j's; backward, a
  * variable's Y-X transpose starts after its last slab's FFT-y, and its c2r
- * waits until the next variable's Y-X has started. Y-Z unit u uses the
- * buffers of Y-Z slot u % 2, variable j those of X-Y slot j % xslots.
+ * waits until the next variable's Y-X has started. The units of variable j
+ * use the buffers of Y-Z slot j % 2 (slab after slab), and variable j those
+ * of X-Y slot j % xslots.
  *
  * Layouts (X fastest, complex elements):
  *   xs    (nxh, jisize, kjsize)       X-Y side 0: FFT-x output / c2r input,
@@ -26,8 +30,8 @@
  * FFT-y and FFT-z read and write the Y- and Z-pencils packed, one line at a
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
- * ROW and one slab, FFT-x and FFT-y run as one 2D transform per Z plane,
- * p3_xy_fused, or, where Y is not transformed, FFT-y works on xs in place; with
+ * ROW, FFT-x and FFT-y run as one 2D transform per Z plane, p3_xy_fused, or,
+ * where Y is not transformed and there is one slab, FFT-y works on xs in place; with
  * one rank in COL, FFT-z on the Z side's single block). With more than one
  * rank in ROW, FFT-x also goes plane by plane through `line`, and x_line
  * moves the X runs between it and the X-Y blocks; with one, and not fused,
@@ -175,56 +179,65 @@ static int fwd_x_start(p3_t *p, const double *in, int xsl)
  * where both dimensions are local and Y is transformed: one pass over the
  * array instead of two, with the plane in cache between them, as FFTW's own
  * 3D plans go. At N = 128 on one rank of the 2-vCPU Intel VM the two stages
- * took 25% less time so (README "Measured"). */
+ * took 25% less time so (README "Measured"). The plane's runs are cut into
+ * the slabs' blocks as they are copied out (or gathered), so the Y-Z
+ * transposes can still go slab by slab. */
 int p3_xy_fused(const p3_t *p, int yskip)
 {
-    return y_in_place(p) && !yskip;
+    return p->iproc == 1 && !yskip;
 }
 
-/* FFT-y reads the slab's Y-pencil (xs, ny, kjsize) packed along Y; with
- * `in` (xy_fused), FFT-x of the real input comes with it. */
-static int fwd_y_start(p3_t *p, const double *in, int xsl, int slot, int s, int skip)
+/* The Y-Z slot of variable j: all its slabs' units; two variables' units
+ * are in flight at once, the previous one's and its own. */
+static int yslot(int j)
+{
+    return j % P3_SLOTS;
+}
+
+/* FFT-y of slab s reads the slab's Y-pencil (xs, ny, kjsize) packed along Y,
+ * unless fused (the caller ran p3_xy_run for all slabs); then the slab's
+ * Y-Z transpose starts. */
+static int fwd_y_start(p3_t *p, int fused, int xsl, int slot, int s, int skip)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc = P3DFFT_OK, k;
     fftw_complex *sbuf = p3_tr_sbuf(p, P3_YZ, P3_FWD, slot, s);
     p3_stage_t st = {P3_C2C_FWD, skip, iod(ny, xs, xs * kj),
                      {iod(kj, xs * ny, xs), iod(xs, 1, 1)}};
     double t = now();
-    if (in != NULL) {
-        rc = p3_xy_run(p, P3_FWD, (double *)in, sbuf);
-    } else if (y_in_place(p)) {
-        rc = p3_stage_run(p, &st, p->xs[xsl], sbuf);
-    } else {
-        st.how[0] = iod(1, 0, 0);
-        for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
-            xy_line(p, xsl, x0, xs, k, 1);
-            rc = p3_stage_run(p, &st, p->line, sbuf + (size_t)xs * k);
+    if (!fused) {
+        if (y_in_place(p)) {
+            rc = p3_stage_run(p, &st, p->xs[xsl], sbuf);
+        } else {
+            st.how[0] = iod(1, 0, 0);
+            for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
+                xy_line(p, xsl, x0, xs, k, 1);
+                rc = p3_stage_run(p, &st, p->line, sbuf + (size_t)xs * k);
+            }
         }
+        p->timers[6] += now() - t;
+        if (rc)
+            return rc;
+        t = now();
     }
-    p->timers[in != NULL ? 4 : 6] += now() - t;
-    if (rc)
-        return rc;
-    t = now();
     rc = p3_tr_start(p, P3_YZ, P3_FWD, slot, s);
     p->timers[1] += now() - t;
     return rc;
 }
 
-/* FFT-z of unit u reads its slab's Z-pencil (xs, nz, jjsize) packed along
- * Z: with one rank in COL the Z side's single block in place, else line by
- * line from the blocks through p->line. */
-static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_op_t zop)
+/* FFT-z of slab s of variable j reads the slab's Z-pencil (xs, nz, jjsize)
+ * packed along Z: with one rank in COL the Z side's single block in place,
+ * else line by line from the blocks through p->line. */
+static int fwd_finish(p3_t *p, int j, int s, fftw_complex *out, size_t out_stride, p3_op_t zop)
 {
-    int slot = u % P3_SLOTS, s = u % p->nslab;
-    int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
+    int slot = yslot(j), x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
     fftw_complex *blocks = p3_tr_rbuf(p, P3_YZ, P3_FWD, slot, s);
     p3_stage_t st;
     double t = now();
-    if ((rc = p3_tr_wait(p, P3_YZ, slot)))
+    if ((rc = p3_tr_wait(p, P3_YZ, slot, s)))
         return rc;
     p->timers[1] += now() - t;
     t = now();
-    out += (size_t)(u / p->nslab) * out_stride + x0;
+    out += (size_t)j * out_stride + x0;
     st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
                  iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
     if (p->jproc == 1) {
@@ -240,10 +253,15 @@ static int fwd_finish(p3_t *p, int u, fftw_complex *out, size_t out_stride, p3_o
     return rc;
 }
 
+/* Per variable j: its FFT-y (slab by slab, or fused with FFT-x for all
+ * slabs at once) and the start of each slab's Y-Z transpose; then, for
+ * each slab of variable j-1, the wait for its transpose and its FFT-z. Each
+ * slab of the last variable waits for its own transpose alone, so that the
+ * FFT-z of one slab hides the transposes of the slabs after it. */
 int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
                size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int ahead = x_ahead(p), yskip = op[1] == P3_OP_NONE, fused = p3_xy_fused(p, yskip), j, s, u = 0;
+    int ahead = x_ahead(p), yskip = op[1] == P3_OP_NONE, fused = p3_xy_fused(p, yskip), j, s;
     int rc;
     double t;
     if (ahead && (rc = fwd_x_start(p, in, 0)))
@@ -253,18 +271,28 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
         if (!fused && x < nv && (rc = fwd_x_start(p, in + (size_t)x * in_stride, xslot(p, x))))
             return rc;
         t = now();
-        if ((rc = p3_tr_wait(p, P3_XY, xslot(p, j))))
+        if ((rc = p3_tr_wait(p, P3_XY, xslot(p, j), 0)))
             return rc;
         p->timers[0] += now() - t;
-        for (s = 0; s < p->nslab; s++, u++) {
-            if ((rc = fwd_y_start(p, fused ? in + (size_t)j * in_stride : NULL, xslot(p, j),
-                                  u % P3_SLOTS, s, yskip)))
-                return rc;
-            if (u > 0 && (rc = fwd_finish(p, u - 1, out, out_stride, op[2])))
+        if (fused) {
+            t = now();
+            rc = p3_xy_run(p, P3_FWD, (double *)(in + (size_t)j * in_stride),
+                           p3_tr_sbuf(p, P3_YZ, P3_FWD, yslot(j), 0));
+            p->timers[4] += now() - t;
+            if (rc)
                 return rc;
         }
+        for (s = 0; s < p->nslab; s++)
+            if ((rc = fwd_y_start(p, fused, xslot(p, j), yslot(j), s, yskip)))
+                return rc;
+        for (s = 0; j > 0 && s < p->nslab; s++)
+            if ((rc = fwd_finish(p, j - 1, s, out, out_stride, op[2])))
+                return rc;
     }
-    return fwd_finish(p, u - 1, out, out_stride, op[2]);
+    for (s = 0; s < p->nslab; s++)
+        if ((rc = fwd_finish(p, nv - 1, s, out, out_stride, op[2])))
+            return rc;
+    return P3DFFT_OK;
 }
 
 /* ---- backward ---------------------------------------------------------------- */
@@ -305,7 +333,7 @@ static int bwd_x_finish(p3_t *p, int xsl, double *out)
     double t = now(), unpack = 0, tc;
     p3_stage_t st = {P3_C2R, 0, iod(p->nx, 1, 1), {iod(jl, p->nxh, p->nx), iod(1, 0, 0)}};
 
-    if ((rc = p3_tr_wait(p, P3_XY, xsl)))
+    if ((rc = p3_tr_wait(p, P3_XY, xsl, 0)))
         return rc;
     p->timers[3] += now() - t;
     t = now();
@@ -326,25 +354,30 @@ static int bwd_x_finish(p3_t *p, int xsl, double *out)
     return rc;
 }
 
-/* Mirrors fwd_y_start: FFT-y of unit u writes the Y-pencil packed along Y.
- * After a variable's last slab its Y-X transpose starts, and the c2r of the
- * variable x_ahead before it follows (0: this one; 1: the one before, whose
- * Y-X has had this variable's work to complete in). Fused (p3_xy_fused),
- * FFT-y and the c2r run together here and no Y-X transpose exists. */
-static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip)
+/* Mirrors fwd_y_start: the wait for slab s of variable j, then its FFT-y,
+ * which writes the Y-pencil packed along Y. After a variable's last slab
+ * its Y-X transpose starts, and the c2r of the variable x_ahead before it
+ * follows (0: this one; 1: the one before, whose Y-X has had this
+ * variable's work to complete in). Fused (p3_xy_fused), FFT-y and the c2r
+ * run together for all slabs once the last has arrived, and no Y-X
+ * transpose exists. */
+static int bwd_finish(p3_t *p, int j, int s, double *out, size_t out_stride, int skip)
 {
-    int slot = u % P3_SLOTS, s = u % p->nslab, j = u / p->nslab, ahead = x_ahead(p);
+    int slot = yslot(j), ahead = x_ahead(p);
     int x0 = p->slab.s[s], xs = p->slab.n[s], ny = p->ny, kj = p->kjsize, rc, k;
     fftw_complex *rbuf = p3_tr_rbuf(p, P3_YZ, P3_BWD, slot, s);
     p3_stage_t st = {P3_C2C_BWD, skip, iod(ny, xs * kj, xs),
                      {iod(kj, xs, xs * ny), iod(xs, 1, 1)}};
     double t = now();
-    if ((rc = p3_tr_wait(p, P3_YZ, slot)))
+    if ((rc = p3_tr_wait(p, P3_YZ, slot, s)))
         return rc;
     p->timers[2] += now() - t;
     t = now();
     if (p3_xy_fused(p, skip)) { /* with the c2r; one rank in ROW: no Y-X transpose */
-        rc = p3_xy_run(p, P3_BWD, out + (size_t)j * out_stride, rbuf);
+        if (s < p->nslab - 1)
+            return P3DFFT_OK;
+        rc = p3_xy_run(p, P3_BWD, out + (size_t)j * out_stride,
+                       p3_tr_rbuf(p, P3_YZ, P3_BWD, slot, 0));
         p->timers[11] += now() - t;
         return rc;
     }
@@ -369,19 +402,25 @@ static int bwd_finish(p3_t *p, int u, double *out, size_t out_stride, int skip)
     return bwd_x_finish(p, xslot(p, j - ahead), out + (size_t)(j - ahead) * out_stride);
 }
 
+/* Mirrors p3_forward: per variable j, the FFT-z of each slab and the start
+ * of its Z-Y transpose; then each slab of variable j-1: its wait and FFT-y. */
 int p3_backward(p3_t *p, const fftw_complex *in, size_t in_stride, double *out,
                 size_t out_stride, int nv, const p3_op_t op[3])
 {
-    int j, s, u = 0, rc, yskip = op[1] == P3_OP_NONE;
-    for (j = 0; j < nv; j++)
-        for (s = 0; s < p->nslab; s++, u++) {
-            if ((rc = bwd_z_start(p, u % P3_SLOTS, s, in + (size_t)j * in_stride, op[2])))
+    int j, s, rc, yskip = op[1] == P3_OP_NONE;
+    for (j = 0; j < nv; j++) {
+        for (s = 0; s < p->nslab; s++)
+            if ((rc = bwd_z_start(p, yslot(j), s, in + (size_t)j * in_stride, op[2])))
                 return rc;
-            if (u > 0 && (rc = bwd_finish(p, u - 1, out, out_stride, yskip)))
+        for (s = 0; j > 0 && s < p->nslab; s++)
+            if ((rc = bwd_finish(p, j - 1, s, out, out_stride, yskip)))
                 return rc;
-        }
-    if ((rc = bwd_finish(p, u - 1, out, out_stride, yskip)) || !x_ahead(p))
-        return rc;
+    }
+    for (s = 0; s < p->nslab; s++)
+        if ((rc = bwd_finish(p, nv - 1, s, out, out_stride, yskip)))
+            return rc;
+    if (!x_ahead(p))
+        return P3DFFT_OK;
     return bwd_x_finish(p, xslot(p, nv - 1), out + (size_t)(nv - 1) * out_stride);
 }
 

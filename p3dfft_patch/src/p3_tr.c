@@ -208,31 +208,34 @@ static oc_status_t context(oc_context_t **ctx)
 void p3_tr_init(p3_t *p)
 {
     static const char *const names[P3_NTR][2] = {{"X-Y", "Y-X"}, {"Y-Z", "Z-Y"}};
-    int t, s;
+    int t, s, u;
     for (t = 0; t < P3_NTR; t++) {
         p->tr[t].name[0] = names[t][0];
         p->tr[t].name[1] = names[t][1];
         p->tr[t].comm = t == P3_XY ? p->row : p->col;
         p->tr[t].np = t == P3_XY ? p->iproc : p->jproc;
         for (s = 0; s < P3_SLOTS; s++)
-            p->tr[t].slot[s].mreq = MPI_REQUEST_NULL;
+            for (u = 0; u < P3_MAX_SLABS; u++)
+                p->tr[t].slot[s][u].mreq = MPI_REQUEST_NULL;
     }
 }
 
 static int slots_init(p3_t *p, int t)
 {
     p3_tr_t *tr = &p->tr[t];
-    int s;
-    for (s = 0; s < P3_SLOTS; s++) {
-        p3_slot_t *sl = &tr->slot[s];
-        if ((sl->scnt = malloc(sizeof(int) * 4 * (size_t)tr->np)) == NULL)
-            return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the %s counts", tr->name[0]);
-        sl->sdsp = sl->scnt + tr->np;
-        sl->rcnt = sl->sdsp + tr->np;
-        sl->rdsp = sl->rcnt + tr->np;
-        sl->mreq = MPI_REQUEST_NULL;
-        sl->active = 0;
-    }
+    int s, u;
+    for (s = 0; s < slots(p, t); s++)
+        for (u = 0; u < units(p, t); u++) {
+            p3_slot_t *sl = &tr->slot[s][u];
+            if ((sl->scnt = malloc(sizeof(int) * 4 * (size_t)tr->np)) == NULL)
+                return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the %s counts",
+                               tr->name[0]);
+            sl->sdsp = sl->scnt + tr->np;
+            sl->rcnt = sl->sdsp + tr->np;
+            sl->rdsp = sl->rcnt + tr->np;
+            sl->mreq = MPI_REQUEST_NULL;
+            sl->active = 0;
+        }
     return P3DFFT_OK;
 }
 
@@ -291,10 +294,11 @@ int p3_tr_teardown(p3_t *p)
         if (tr->team != NULL && oc_team_free(tr->team) != OC_OK)
             rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_team_free: %s", oc_last_error());
         tr->team = NULL;
-        for (slot = 0; slot < P3_SLOTS; slot++) {
-            free(tr->slot[slot].scnt);
-            tr->slot[slot].scnt = NULL;
-        }
+        for (slot = 0; slot < P3_SLOTS; slot++)
+            for (unit = 0; unit < P3_MAX_SLABS; unit++) {
+                free(tr->slot[slot][unit].scnt);
+                tr->slot[slot][unit].scnt = NULL;
+            }
     }
     p->oc_ctx = NULL;
     return rc;
@@ -303,7 +307,7 @@ int p3_tr_teardown(p3_t *p)
 int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit)
 {
     p3_tr_t *tr = &p->tr[t];
-    p3_slot_t *sl = &tr->slot[slot];
+    p3_slot_t *sl = &tr->slot[slot][unit];
     fftw_complex *sbuf = p3_tr_sbuf(p, t, dir, slot, unit);
     fftw_complex *rbuf = p3_tr_rbuf(p, t, dir, slot, unit);
     oc_status_t st;
@@ -311,7 +315,6 @@ int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit)
     if (tr->np == 1)
         return P3DFFT_OK;
     sl->dir = dir;
-    sl->unit = unit;
     switch (p->mode) {
     case P3_BLOCKING:
     case P3_MPI_NB:
@@ -339,17 +342,18 @@ int p3_tr_start(p3_t *p, int t, int dir, int slot, int unit)
     return P3DFFT_OK;
 }
 
-/* Completes slot's transpose; a failure is recorded (p3_fail) unless quiet. */
-static int slot_wait(p3_t *p, int t, int slot, int quiet)
+/* Completes the transpose of the unit in slot; a failure is recorded
+ * (p3_fail) unless quiet. */
+static int slot_wait(p3_t *p, int t, int slot, int unit, int quiet)
 {
     p3_tr_t *tr = &p->tr[t];
-    p3_slot_t *sl = &tr->slot[slot];
+    p3_slot_t *sl = &tr->slot[slot][unit];
     oc_status_t st;
     if (tr->np == 1 || !sl->active)
         return P3DFFT_OK;
     sl->active = 0;
     if (p->mode == P3_OFFLOAD) {
-        if ((st = oc_wait(tr->req[sl->dir][slot][sl->unit])) != OC_OK) {
+        if ((st = oc_wait(tr->req[sl->dir][slot][unit])) != OC_OK) {
             p->oc_failed = 1;
             return quiet ? P3DFFT_ERR_OFFLOAD
                          : p3_fail(P3DFFT_ERR_OFFLOAD, "oc_wait (%s transpose): %s: %s",
@@ -363,28 +367,30 @@ static int slot_wait(p3_t *p, int t, int slot, int quiet)
     return P3DFFT_OK;
 }
 
-int p3_tr_wait(p3_t *p, int t, int slot)
+int p3_tr_wait(p3_t *p, int t, int slot, int unit)
 {
-    return slot_wait(p, t, slot, 0);
+    return slot_wait(p, t, slot, unit, 0);
 }
 
 void p3_tr_drain(p3_t *p)
 {
-    int t, s;
+    int t, s, u;
     for (t = 0; t < P3_NTR; t++)
-        for (s = 0; s < P3_SLOTS; s++)
-            (void)slot_wait(p, t, s, 1);
+        for (s = 0; s < slots(p, t); s++)
+            for (u = 0; u < units(p, t); u++)
+                (void)slot_wait(p, t, s, u, 1);
 }
 
 void p3_tr_progress(p3_t *p)
 {
-    int t, s, done;
+    int t, s, u, done;
     if (p->mode != P3_MPI_NB)
         return;
     for (t = 0; t < P3_NTR; t++)
-        for (s = 0; s < P3_SLOTS; s++) {
-            p3_slot_t *sl = &p->tr[t].slot[s];
-            if (sl->active && sl->mreq != MPI_REQUEST_NULL)
-                MPI_Test(&sl->mreq, &done, MPI_STATUS_IGNORE);
-        }
+        for (s = 0; s < slots(p, t); s++)
+            for (u = 0; u < units(p, t); u++) {
+                p3_slot_t *sl = &p->tr[t].slot[s][u];
+                if (sl->active && sl->mreq != MPI_REQUEST_NULL)
+                    MPI_Test(&sl->mreq, &done, MPI_STATUS_IGNORE);
+            }
 }
