@@ -162,8 +162,8 @@ int p3_slabs_init(p3_t *p, int nslab)
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
-    /* the last slab is the widest */
-    p->plane_len = (size_t)p->slab.n[nslab - 1] * (size_t)(p->ny > p->nz ? p->ny : p->nz);
+    /* the last slab is the widest, and no narrower one pads past it */
+    p->plane_len = (size_t)p3_ld(p->slab.n[nslab - 1]) * (size_t)(p->ny > p->nz ? p->ny : p->nz);
     p->line = cbuf(p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
                                                               : (size_t)p->nxh * p->jisize);
     p->plane = cbuf(p->plane_len > xy_plane ? p->plane_len : xy_plane);

@@ -192,17 +192,25 @@ static void stage_in_doubles(p3_stage_t *st)
  * them too brought them level (p3dfft_patch/README.md). So both run plane
  * by plane (one how[0] index: xs x n values) through p->plane, packed: FFTW
  * writes it and it is copied out in runs of xs values (P3_SCATTER), or it
- * is gathered in runs of xs values and FFTW reads it (P3_GATHER). */
+ * is gathered in runs of xs values and FFTW reads it (P3_GATHER). The
+ * packed side is the caller's line, of stride xs or p3_ld(xs); the plane's
+ * stride is p3_ld(xs). */
 enum { P3_WHOLE = 0, P3_SCATTER, P3_GATHER };
+static int packed(int stride, int xs)
+{
+    return stride == xs || stride == p3_ld(xs);
+}
+
 static int plane_wise(const p3_t *p, const p3_stage_t *st)
 {
     int xs = st->how[1].n;
     if ((st->kind != P3_C2C_FWD && st->kind != P3_C2C_BWD) || st->skip ||
-        st->how[1].is != 1 || st->how[1].os != 1 || (size_t)xs * st->dim.n > p->plane_len)
+        st->how[1].is != 1 || st->how[1].os != 1 ||
+        (size_t)p3_ld(xs) * st->dim.n > p->plane_len)
         return P3_WHOLE;
-    if (st->dim.is == xs && st->dim.os != xs)
+    if (packed(st->dim.is, xs) && !packed(st->dim.os, xs))
         return P3_SCATTER;
-    return st->dim.os == xs && st->dim.is != xs ? P3_GATHER : P3_WHOLE;
+    return packed(st->dim.os, xs) && !packed(st->dim.is, xs) ? P3_GATHER : P3_WHOLE;
 }
 
 /* n: the points of a transform of rank 0 or 1. */
@@ -223,6 +231,7 @@ typedef struct {
     size_t stride; /* complex values from one run to the next */
     const p3_split_t *slabs; /* NULL: one piece, [0, xs) */
     int nslab;
+    int ld;        /* the plane's stride from one run to the next */
 } p3_runs_t;
 
 /* Line l's runs between the plane and the spread side starting at spread
@@ -243,7 +252,7 @@ static void copy_runs(p3_t *p, const p3_runs_t *r, fftw_complex *spread, size_t 
                               ? spread + x0 * per_x * (size_t)r->n + (size_t)l * step_x * xn
                               : spread + (size_t)l * step_spread;
         fftw_complex *plane = p->plane + x0;
-        for (i = 0; i < r->n; i++, b += stride, plane += r->xs)
+        for (i = 0; i < r->n; i++, b += stride, plane += r->ld)
             memcpy(gather ? (void *)plane : (void *)b, gather ? (void *)b : (void *)plane, run);
     }
 }
@@ -288,7 +297,7 @@ static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_
 int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y)
 {
     int nx = p->nx, ny = p->ny, xs = p->nxh;
-    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize, &p->slab, p->nslab};
+    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize, &p->slab, p->nslab, xs};
     plan_key_t k;
 
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
@@ -310,12 +319,14 @@ int p3_stage_run(p3_t *p, const p3_stage_t *stage, void *in, void *out)
     plan_key_t k;
 
     if (how != P3_WHOLE) {
-        p3_runs_t r = {st->dim.n, st->how[1].n,
-                       (size_t)(how == P3_GATHER ? st->dim.is : st->dim.os), NULL, 1};
+        int xs = st->how[1].n;
+        p3_runs_t r = {st->dim.n, xs, (size_t)(how == P3_GATHER ? st->dim.is : st->dim.os),
+                       NULL, 1, p3_ld(xs)};
         memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
         k.kind = st->kind;
         k.rank = 1;
-        k.dim[0] = (fftw_iodim){r.n, r.xs, r.xs};
+        k.dim[0] = how == P3_GATHER ? (fftw_iodim){r.n, r.ld, st->dim.os}
+                                    : (fftw_iodim){r.n, st->dim.is, r.ld};
         k.how[0] = st->how[1];
         k.hrank = 1;
         return run_planes(p, &k, how, st->how[0].n, &r, in, out,

@@ -138,6 +138,16 @@ void p3_decomp_free(p3_t *p);
 int p3_auto_slabs(const p3_t *p);
 
 /* p3_fft.c */
+/* The stride, in complex values, of a packed line or plane of xs-value runs
+ * in the library's own buffers (p->line, p->plane): xs made odd. An even
+ * one can be a multiple of 512 bytes (xs = 32, 64: each rank's X extent on
+ * 2 x n grids at N = 128, 256), which puts all the values a transform reads
+ * in a few cache sets: the rank with xs = 64 took 2-3x the time of the one
+ * with 65 in the Y and Z stages (README, "Measured"). */
+static inline int p3_ld(int xs)
+{
+    return xs % 2 == 0 ? xs + 1 : xs;
+}
 int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
 /* FFT-x and FFT-y of one variable together, one 2D transform per Z plane,
  * where X and Y are both local (one rank in ROW): forward from the real

@@ -92,38 +92,37 @@ static int y_in_place(const p3_t *p)
     return p->iproc == 1 && p->nslab == 1;
 }
 
-/* Line k (of kjsize) of slab [x0, x0 + xs) of the Y-pencil, (xs, ny), between
- * the Y side's blocks of X-Y slot xsl (p3_tr_block: block i is (iisize,
- * yn_i, kjsize), our own on side 0) and p->line. to_line: blocks -> line
- * (forward). */
+/* Line k (of kjsize) of slab [x0, x0 + xs) of the Y-pencil, (xs, ny) with
+ * stride p3_ld(xs) in p->line, between the Y side's blocks of X-Y slot xsl
+ * (p3_tr_block: block i is (iisize, yn_i, kjsize), our own on side 0) and
+ * p->line. to_line: blocks -> line (forward). */
 static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 {
-    int i, j;
+    int i, j, ld = p3_ld(xs);
+    size_t bytes = sizeof(fftw_complex) * (size_t)xs;
     for (i = 0; i < p->iproc; i++) {
         int yn = p->yi.n[i];
         fftw_complex *b = p3_tr_block(p, P3_XY, xsl, 0, i) + x0 + (size_t)p->iisize * yn * k;
-        fftw_complex *l = p->line + (size_t)xs * p->yi.s[i];
-        /* with one slab (xs == iisize) the block's runs follow each other */
-        int whole = xs == p->iisize, runs = whole ? 1 : yn;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(whole ? yn : 1);
-        for (j = 0; j < runs; j++, b += p->iisize, l += xs)
+        fftw_complex *l = p->line + (size_t)ld * p->yi.s[i];
+        for (j = 0; j < yn; j++, b += p->iisize, l += ld)
             memcpy(to_line ? l : b, to_line ? b : l, bytes);
     }
 }
 
-/* Line y of slab s's Z-pencil, (xs, nz), between the Z side's blocks of
- * Y-Z slot `slot` (p3_tr_block: block r is (xs, zn_r, jjsize), our own
- * (xs, kjsize, ny) on the Y side; the line's part of either is one run) and
- * p->line. to_line: blocks -> line (forward). */
+/* Line y of slab s's Z-pencil, (xs, nz) with stride p3_ld(xs) in p->line,
+ * between the Z side's blocks of Y-Z slot `slot` (p3_tr_block: block r is
+ * (xs, zn_r, jjsize), our own (xs, kjsize, ny) on the Y side) and p->line.
+ * to_line: blocks -> line (forward). */
 static void yz_line(p3_t *p, int slot, int s, int y, int to_line)
 {
-    int xs = p->slab.n[s], r;
+    int xs = p->slab.n[s], ld = p3_ld(xs), r, z;
+    size_t bytes = sizeof(fftw_complex) * (size_t)xs;
     for (r = 0; r < p->jproc; r++) {
         int zn = p->zj.n[r], zs = p->zj.s[r];
         fftw_complex *b = p3_tr_block(p, P3_YZ, slot, s, r) + (size_t)xs * zn * y;
-        fftw_complex *t = p->line + (size_t)xs * zs;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)zn;
-        memcpy(to_line ? t : b, to_line ? b : t, bytes);
+        fftw_complex *t = p->line + (size_t)ld * zs;
+        for (z = 0; z < zn; z++, b += xs, t += ld)
+            memcpy(to_line ? t : b, to_line ? b : t, bytes);
     }
 }
 
@@ -208,6 +207,7 @@ static int fwd_y_start(p3_t *p, int fused, int xsl, int slot, int s, int skip)
         if (y_in_place(p)) {
             rc = p3_stage_run(p, &st, p->xs[xsl], sbuf);
         } else {
+            st.dim.is = p3_ld(xs);
             st.how[0] = iod(1, 0, 0);
             for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
                 xy_line(p, xsl, x0, xs, k, 1);
@@ -243,6 +243,7 @@ static int fwd_finish(p3_t *p, int j, int s, fftw_complex *out, size_t out_strid
     if (p->jproc == 1) {
         rc = p3_stage_run(p, &st, blocks, out);
     } else {
+        st.dim.is = p3_ld(xs);
         st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             yz_line(p, slot, s, y, 1);
@@ -309,6 +310,7 @@ static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t
     if (p->jproc == 1) {
         rc = p3_stage_run(p, &st, (void *)(in + x0), blocks);
     } else {
+        st.dim.os = p3_ld(xs);
         st.how[0] = iod(1, 0, 0);
         for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
             rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
@@ -384,6 +386,7 @@ static int bwd_finish(p3_t *p, int j, int s, double *out, size_t out_stride, int
     if (y_in_place(p)) {
         rc = p3_stage_run(p, &st, rbuf, p->xs[xslot(p, j)]);
     } else {
+        st.dim.os = p3_ld(xs);
         st.how[0] = iod(1, 0, 0);
         for (k = 0; k < kj && rc == P3DFFT_OK; k++) {
             rc = p3_stage_run(p, &st, rbuf + (size_t)xs * k, p->line);
