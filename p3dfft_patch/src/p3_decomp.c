@@ -187,7 +187,7 @@ int p3_xs_need(p3_t *p, int yskip)
 /* Slabs trade smaller FFT batches and more, smaller messages for overlap
  * within one variable. On the 2-core development VMs 2 and 4 slabs were 5-20%
  * slower than one in every mode; since they keep the fused X-Y stage and
- * the packed strides are odd, 2 slabs on 1x2 cost 1.04-1.06x at N = 256
+ * the packed strides are odd, 2 slabs on 1x2 cost 1.05x at N = 256
  * (README; p3dfft_bench --slabs measures it). Whether they pay where a core
  * runs the transposes is for the 16-core machine to say: no split until then. */
 int p3_auto_slabs(const p3_t *p)

@@ -142,8 +142,8 @@ int p3_auto_slabs(const p3_t *p);
  * in the library's own buffers (p->line, p->plane): xs made odd. An even
  * one can be a multiple of 512 bytes (xs = 32, 64: each rank's X extent on
  * 2 x n grids at N = 128, 256), which puts all the values a transform reads
- * in a few cache sets: the rank with xs = 64 took 2-3x the time of the one
- * with 65 in the Y and Z stages (README, "Measured"). */
+ * in a few cache sets: the rank with xs = 64 took 2.3-4.2x the time of the
+ * one with 65 in the Y and Z stages (README, "Measured"). */
 static inline int p3_ld(int xs)
 {
     return xs % 2 == 0 ? xs + 1 : xs;
