@@ -150,8 +150,9 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
 /* One variable's Y-Z stage in nslab X-slabs (clamped to the X extent). */
 int p3_slabs_init(p3_t *p, int nslab)
 {
-    /* p3_xy_run's plane (nxh, ny), whatever the slabs: one rank in ROW */
-    size_t xy_plane = p->iproc == 1 ? (size_t)p->nxh * (size_t)p->ny : 0;
+    /* p3_xy_run's plane (nxh, ny) of stride p3_ld(nxh), whatever the slabs:
+     * one rank in ROW */
+    size_t xy_plane = p->iproc == 1 ? (size_t)p3_ld(p->nxh) * (size_t)p->ny : 0;
     int rc;
     if (nslab > p->iisize)
         nslab = p->iisize > 0 ? p->iisize : 1;

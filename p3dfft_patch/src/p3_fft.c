@@ -293,17 +293,19 @@ static int run_planes(p3_t *p, plan_key_t *k, int how, int lines, const p3_runs_
 }
 
 /* Plane by plane, as the Y stage it replaces: the 2D transform's complex
- * side is the packed plane, its runs spread as the Y side lays them out. */
+ * side is the packed plane, its runs spread as the Y side lays them out.
+ * Its stride is odd (p3_ld) as the Y and Z stages' lines: nxh is a power of
+ * two for N = 126 or 254. */
 int p3_xy_run(p3_t *p, int dir, double *real, fftw_complex *y)
 {
-    int nx = p->nx, ny = p->ny, xs = p->nxh;
-    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize, &p->slab, p->nslab, xs};
+    int nx = p->nx, ny = p->ny, xs = p->nxh, ld = p3_ld(xs);
+    p3_runs_t r = {ny, xs, (size_t)xs * (size_t)p->kjsize, &p->slab, p->nslab, ld};
     plan_key_t k;
 
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
     k.kind = dir == P3_FWD ? P3_R2C : P3_C2R;
     k.rank = 2;
-    k.dim[0] = dir == P3_FWD ? (fftw_iodim){ny, nx, xs} : (fftw_iodim){ny, xs, nx};
+    k.dim[0] = dir == P3_FWD ? (fftw_iodim){ny, nx, ld} : (fftw_iodim){ny, ld, nx};
     k.dim[1] = (fftw_iodim){nx, 1, 1};
     if (dir == P3_FWD)
         return run_planes(p, &k, P3_SCATTER, p->kjsize, &r, (char *)real, (char *)y,

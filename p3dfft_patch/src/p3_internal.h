@@ -106,7 +106,8 @@ typedef struct {
                                    jjsize); one rank in COL: none */
     fftw_complex *line;  /* a slab's Y- or Z-pencil line, or an FFT-x plane (nxh, jisize) */
     fftw_complex *plane; /* one plane of a stage, (xs, n) packed, or the complex
-                            side (nxh, ny) of p3_xy_run's 2D plane: p3_fft.c */
+                            side (nxh, ny), stride p3_ld(nxh), of p3_xy_run's
+                            2D plane: p3_fft.c */
     size_t plane_len;    /* its complex values */
 
     p3_mode_t mode;

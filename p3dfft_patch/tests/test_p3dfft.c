@@ -3,8 +3,8 @@
  * part of the distributed forward transform with a serial FFTW transform of
  * the whole input (which every rank can build, as the input is a function of
  * the global index), checks backward(forward(x)) = N x, the sine test's four
- * spectral entries, and the errors bad input gets. Sizes 16^3, 17x18x19 and
- * 32^3; every processor grid 1 x n, n x 1 (and 2 x 2 on 4 ranks); nv = 1..3;
+ * spectral entries, and the errors bad input gets. Sizes 16^3, 17x18x19,
+ * 32^3 and 14x18x12 (nx / 2 + 1 even: the padded strides of p3_ld); every processor grid 1 x n, n x 1 (and 2 x 2 on 4 ranks); nv = 1..3;
  * every transpose mode, also switched after set-up; the slab pipeline with 1
  * and 3 slabs. The cosine and sine transforms along Z ("ffc" / "cff", "ffs" /
  * "sff") against the serial r2c in X, c2c in Y and REDFT00 / RODFT00 along Z
@@ -665,7 +665,7 @@ static void check_thread_ran(void)
 
 int main(int argc, char **argv)
 {
-    static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}};
+    static const int sizes[][3] = {{16, 16, 16}, {17, 18, 19}, {32, 32, 32}, {14, 18, 12}};
     static const char *const modes[] = {"blocking", "mpi_nb", "offload"};
     int grids[3][2], ngrid = 0, si, gi, mi, nv, v, slabs;
     grid_t g;
@@ -699,7 +699,7 @@ int main(int argc, char **argv)
     if (nproc == 4)
         grids[ngrid][0] = 2, grids[ngrid++][1] = 2;
 
-    for (si = 0; si < 3; si++) {
+    for (si = 0; si < (int)(sizeof(sizes) / sizeof(sizes[0])); si++) {
         const grid_t whole = {.n = {sizes[si][0], sizes[si][1], sizes[si][2]}};
         fftw_complex *refs[NYOPS][NZOPS][3];
         int y, z;
