@@ -31,8 +31,8 @@
  * time through `line`, which stays in cache: xy_line and yz_line copy a line
  * from or to the X-Y and Y-Z blocks, in runs of xs values (with one rank in
  * ROW, FFT-x and FFT-y run as one 2D transform per Z plane, p3_xy_fused, or,
- * where Y is not transformed and there is one slab, FFT-y works on xs in place; with
- * one rank in COL, FFT-z on the Z side's single block). With more than one
+ * where Y is not transformed and there is one slab, FFT-y works on xs in
+ * place). With more than one
  * rank in ROW, FFT-x also goes plane by plane through `line`, and x_line
  * moves the X runs between it and the X-Y blocks; with one, and not fused,
  * FFT-x writes xs, the Y side's only block.
@@ -130,13 +130,13 @@ static void yz_line(p3_t *p, int slot, int s, int y, int to_line)
     }
 }
 
-/* The Z stage for op letter zop: a Fourier transform in direction fourier,
- * a copy ('n'), or the cosine or sine transform, which is the same stage in
- * both directions (REDFT00 and RODFT00 are their own inverses up to scale). */
-static p3_stage_t z_stage(p3_op_t zop, p3_kind_t fourier, fftw_iodim dim, fftw_iodim lines,
-                          fftw_iodim xs)
+/* The Z stage of one line (dim) of xs runs for op letter zop: a Fourier
+ * transform in direction fourier, a copy ('n'), or the cosine or sine
+ * transform, which is the same stage in both directions (REDFT00 and
+ * RODFT00 are their own inverses up to scale). */
+static p3_stage_t z_stage(p3_op_t zop, p3_kind_t fourier, fftw_iodim dim, int xs)
 {
-    p3_stage_t st = {fourier, zop == P3_OP_NONE, dim, {lines, xs}};
+    p3_stage_t st = {fourier, zop == P3_OP_NONE, dim, {iod(1, 0, 0), iod(xs, 1, 1)}};
     if (zop == P3_OP_COS)
         st.kind = P3_R2R_COS;
     else if (zop == P3_OP_SIN)
@@ -228,39 +228,24 @@ static int fwd_y_start(p3_t *p, int fused, int xsl, int slot, int s, int skip)
     return rc;
 }
 
-/* With one rank in COL the Z stages can read and write the Y-Z side's single
- * block in place, whose stride is xs: where it is even the lines go through
- * the padded p->line instead (p3_ld: an even stride cost 1.7x there). */
-static int in_place_z(const p3_t *p, int xs)
-{
-    return p->jproc == 1 && p3_ld(xs) == xs;
-}
-
 /* FFT-z of slab s of variable j reads the slab's Z-pencil (xs, nz, jjsize)
- * packed along Z: the single block in place (in_place_z), else line by line
- * from the blocks through p->line. */
+ * packed along Z, line by line from the blocks through p->line. Also with
+ * one rank in COL, whose single block FFTW could read in place: the copy
+ * into the line, aligned and in cache, made the stage 0.7-0.8x as long
+ * (p3dfft_patch/README.md, "Measured"). */
 static int fwd_finish(p3_t *p, int j, int s, fftw_complex *out, size_t out_stride, p3_op_t zop)
 {
     int slot = yslot(j), x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc, y;
-    fftw_complex *blocks = p3_tr_rbuf(p, P3_YZ, P3_FWD, slot, s);
-    p3_stage_t st;
+    p3_stage_t st = z_stage(zop, P3_C2C_FWD, iod(p->nz, p3_ld(xs), p->iisize * jj), xs);
     double t = now();
     if ((rc = p3_tr_wait(p, P3_YZ, slot, s)))
         return rc;
     p->timers[1] += now() - t;
     t = now();
     out += (size_t)j * out_stride + x0;
-    st = z_stage(zop, P3_C2C_FWD, iod(p->nz, xs, p->iisize * jj),
-                 iod(jj, xs * p->nz, p->iisize), iod(xs, 1, 1));
-    if (in_place_z(p, xs)) {
-        rc = p3_stage_run(p, &st, blocks, out);
-    } else {
-        st.dim.is = p3_ld(xs);
-        st.how[0] = iod(1, 0, 0);
-        for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
-            yz_line(p, slot, s, y, 1);
-            rc = p3_stage_run(p, &st, p->line, out + (size_t)p->iisize * y);
-        }
+    for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
+        yz_line(p, slot, s, y, 1);
+        rc = p3_stage_run(p, &st, p->line, out + (size_t)p->iisize * y);
     }
     p->timers[7] += now() - t;
     return rc;
@@ -314,21 +299,13 @@ int p3_forward(p3_t *p, const double *in, size_t in_stride, fftw_complex *out,
 static int bwd_z_start(p3_t *p, int slot, int s, const fftw_complex *in, p3_op_t zop)
 {
     int x0 = p->slab.s[s], xs = p->slab.n[s], jj = p->jjsize, rc = P3DFFT_OK, y;
-    fftw_complex *blocks = p3_tr_sbuf(p, P3_YZ, P3_BWD, slot, s);
     double t = now();
-    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, xs),
-                            iod(jj, p->iisize, xs * p->nz), iod(xs, 1, 1));
+    p3_stage_t st = z_stage(zop, P3_C2C_BWD, iod(p->nz, p->iisize * jj, p3_ld(xs)), xs);
 
-    if (in_place_z(p, xs)) {
-        rc = p3_stage_run(p, &st, (void *)(in + x0), blocks);
-    } else {
-        st.dim.os = p3_ld(xs);
-        st.how[0] = iod(1, 0, 0);
-        for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
-            rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
-            if (rc == P3DFFT_OK)
-                yz_line(p, slot, s, y, 0);
-        }
+    for (y = 0; y < jj && rc == P3DFFT_OK; y++) {
+        rc = p3_stage_run(p, &st, (void *)(in + x0 + (size_t)p->iisize * y), p->line);
+        if (rc == P3DFFT_OK)
+            yz_line(p, slot, s, y, 0);
     }
     if (rc)
         return rc;
