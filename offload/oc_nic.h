@@ -176,6 +176,7 @@ static inline int oc_nic_amq_busy(const oc_nic_amq_t *q)
 typedef struct {
     int verbose;
     int intranode_loopback; /* reach same-host peers through the network transport */
+    int intranode_cma;      /* rendezvous with same-host peers by the kernel's copy */
 } oc_nic_params_t;
 
 /* UCX backend (offload/ucx/). */

@@ -18,7 +18,7 @@ static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise"
                                                      "bruck", "put"};
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
-static const char *const intranode_names[] = {"shm", "loopback"};
+static const char *const intranode_names[] = {"shm", "loopback", "cma"};
 
 /* Every variable offcoll reads, the verbs backend's two included: any other
  * OC_* name is one offcoll ignores, most likely a misspelt one. */
@@ -35,6 +35,11 @@ static const char *const known_vars[] = {
 const char *oc_alg_name(oc_alg_t alg)
 {
     return NAME_OF(alg_names, alg);
+}
+
+const char *oc_intranode_name(oc_intranode_t mode)
+{
+    return NAME_OF(intranode_names, mode);
 }
 
 static oc_status_t parse_double(const char *var, double *out)

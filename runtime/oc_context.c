@@ -23,7 +23,7 @@ static oc_status_t check_config(const oc_config_t *c)
                         "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk, "
                         "put",
                         (int)c->alltoallv_alg);
-    if (c->intranode != OC_INTRANODE_SHM && c->intranode != OC_INTRANODE_LOOPBACK)
+    if (c->intranode < OC_INTRANODE_SHM || c->intranode > OC_INTRANODE_CMA)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->intranode=%d is not an oc_intranode_t",
                         (int)c->intranode);
     if (c->list_max < 2 || c->list_max > OC_CFG_LIST_MAX_MAX)
@@ -73,8 +73,8 @@ static void am_handler(void *arg, const void *data, size_t len)
 static oc_status_t open_backend(oc_context_t *ctx)
 {
     char info[320];
-    oc_nic_params_t params = {ctx->cfg.verbose,
-                              ctx->cfg.intranode == OC_INTRANODE_LOOPBACK};
+    oc_nic_params_t params = {ctx->cfg.verbose, ctx->cfg.intranode == OC_INTRANODE_LOOPBACK,
+                              ctx->cfg.intranode == OC_INTRANODE_CMA};
     oc_status_t st = OC_ERR_UNAVAILABLE;
 
     if (ctx->cfg.backend != OC_BACKEND_UCX) {

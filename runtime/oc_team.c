@@ -487,7 +487,7 @@ static oc_status_t paths_fn(oc_pe_t *pe, void *arg)
         char tls[256];
         nic->ops->ep_transports(nic, a->team->eps[r], tls, sizeof(tls));
         fprintf(a->out, "rank %d -> rank %d: %s (OC_INTRANODE=%s)\n", a->team->rank, r, tls,
-                a->team->ctx->cfg.intranode == OC_INTRANODE_LOOPBACK ? "loopback" : "shm");
+                oc_intranode_name(a->team->ctx->cfg.intranode));
         nic->ops->describe_ep(nic, a->team->eps[r], a->out);
     }
     fflush(a->out);

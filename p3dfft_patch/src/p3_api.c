@@ -79,6 +79,14 @@ static int read_settings(p3_t *p, int *slabs)
                            "(estimate, measure, patient)", v);
     }
 
+    p->hugepages = 1;
+    v = getenv("P3DFFT_HUGEPAGES");
+    if (v != NULL && *v != '\0') {
+        if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+            return p3_fail(P3DFFT_ERR_ARG, "P3DFFT_HUGEPAGES: '%s' is not 0 or 1", v);
+        p->hugepages = v[0] == '1';
+    }
+
     *slabs = 0;
     v = getenv("P3DFFT_SLABS");
     if (chosen_slabs >= 0)

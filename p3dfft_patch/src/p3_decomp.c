@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "p3_internal.h"
 
@@ -31,9 +32,31 @@ static void split_free(p3_split_t *sp)
     sp->n = sp->s = NULL;
 }
 
-static fftw_complex *cbuf(size_t n)
+/* The staging buffers are read and written by the kernel's single copy
+ * (MPI's and UCX's cma) and by the stages' runs. With 4 KB pages each
+ * transpose pinned and walked every page: on the 2-vCPU VM a 1x2 transform
+ * at N = 256 took 0.87-0.90x the time with huge pages where blocking's
+ * MPI_Alltoallv took 0.4x (p3dfft_patch/README.md, "Measured"). The kernel
+ * gives huge pages to aligned 2 MB extents of a region so advised, where
+ * transparent huge pages are "always" or "madvise"; elsewhere the advice
+ * is ignored. */
+enum { P3_HUGE_PAGE = 2 << 20 };
+
+fftw_complex *p3_buf(const p3_t *p, size_t n)
 {
-    return fftw_alloc_complex(n > 0 ? n : 1);
+    size_t bytes = sizeof(fftw_complex) * (n > 0 ? n : 1);
+    int huge = p->hugepages && bytes >= P3_HUGE_PAGE;
+    void *b;
+    if (posix_memalign(&b, huge ? P3_HUGE_PAGE : 64, bytes) != 0)
+        return NULL;
+    if (huge)
+        (void)madvise(b, bytes, MADV_HUGEPAGE);
+    return b;
+}
+
+void p3_buf_free(void *buf)
+{
+    free(buf);
 }
 
 /* The X-Y transpose's counts: forward, block i sent is X range i of every
@@ -132,15 +155,15 @@ int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm 
        variable j's transpose is in flight (p3_pipeline.c). */
     p->xslots = p->iproc > 1 ? P3_SLOTS : 1;
     for (s = 0; s < p->xslots && p->iproc > 1; s++) {
-        p->xs[s] = cbuf((size_t)p->nxh * p->jisize * p->kjsize);
-        p->xr[s] = cbuf((size_t)p->iisize * ny * p->kjsize);
+        p->xs[s] = p3_buf(p, (size_t)p->nxh * p->jisize * p->kjsize);
+        p->xr[s] = p3_buf(p, (size_t)p->iisize * ny * p->kjsize);
         if (p->xs[s] == NULL || p->xr[s] == NULL)
             return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-Y work buffers");
     }
     for (s = 0; s < P3_SLOTS; s++) {
-        p->ya[s] = cbuf((size_t)p->iisize * p->kjsize * ny);
+        p->ya[s] = p3_buf(p, (size_t)p->iisize * p->kjsize * ny);
         if (p->jproc > 1)
-            p->zb[s] = cbuf((size_t)p->iisize * p->jjsize * nz);
+            p->zb[s] = p3_buf(p, (size_t)p->iisize * p->jjsize * nz);
         if (p->ya[s] == NULL || (p->jproc > 1 && p->zb[s] == NULL))
             return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z work buffers");
     }
@@ -157,17 +180,17 @@ int p3_slabs_init(p3_t *p, int nslab)
     if (nslab > p->iisize)
         nslab = p->iisize > 0 ? p->iisize : 1;
     split_free(&p->slab);
-    fftw_free(p->line);
-    fftw_free(p->plane);
+    p3_buf_free(p->line);
+    p3_buf_free(p->plane);
     p->line = p->plane = NULL; /* split_init may fail: Cp3dfft_clean frees them again */
     p->nslab = nslab;
     if ((rc = split_init(&p->slab, p->iisize, nslab)))
         return rc;
     /* the last slab is the widest, and no narrower one pads past it */
     p->plane_len = (size_t)p3_ld(p->slab.n[nslab - 1]) * (size_t)(p->ny > p->nz ? p->ny : p->nz);
-    p->line = cbuf(p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
+    p->line = p3_buf(p, p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
                                                               : (size_t)p->nxh * p->jisize);
-    p->plane = cbuf(p->plane_len > xy_plane ? p->plane_len : xy_plane);
+    p->plane = p3_buf(p, p->plane_len > xy_plane ? p->plane_len : xy_plane);
     if (p->line == NULL || p->plane == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");
     return P3DFFT_OK;
@@ -180,7 +203,7 @@ int p3_xs_need(p3_t *p, int yskip)
 {
     if (p->xs[0] != NULL || p3_xy_fused(p, yskip))
         return P3DFFT_OK;
-    if ((p->xs[0] = cbuf((size_t)p->nxh * p->jisize * p->kjsize)) == NULL)
+    if ((p->xs[0] = p3_buf(p, (size_t)p->nxh * p->jisize * p->kjsize)) == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the X-pencil work buffer");
     return P3DFFT_OK;
 }
@@ -206,8 +229,8 @@ void p3_decomp_free(p3_t *p)
     split_free(&p->zj);
     split_free(&p->slab);
     free(p->xy_scnt);
-    fftw_free(p->line);
-    fftw_free(p->plane);
+    p3_buf_free(p->line);
+    p3_buf_free(p->plane);
     for (s = 0; s < P3_SLOTS; s++) {
         fftw_complex *bufs[4] = {p->xs[s], p->xr[s], p->ya[s], p->zb[s]};
         int b;
@@ -215,7 +238,7 @@ void p3_decomp_free(p3_t *p)
             if (p->oc_failed)
                 p3_tr_keep(bufs[b]);
             else
-                fftw_free(bufs[b]);
+                p3_buf_free(bufs[b]);
         }
     }
     if (p->row != MPI_COMM_NULL)

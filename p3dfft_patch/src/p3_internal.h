@@ -112,6 +112,8 @@ typedef struct {
 
     p3_mode_t mode;
     unsigned fftw_flags;
+    int hugepages;       /* P3DFFT_HUGEPAGES: work buffers of a huge page or more
+                            ask for transparent huge pages (p3_buf) */
     p3_tr_t tr[P3_NTR];
     oc_context_t *oc_ctx;
 
@@ -129,6 +131,10 @@ int p3_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int p3_agree(int rc, MPI_Comm comm);
 
 /* p3_decomp.c */
+/* A work buffer of n complex values (FFTW's alignment, or a huge page's
+ * with p->hugepages where n fills one), freed by p3_buf_free. */
+fftw_complex *p3_buf(const p3_t *p, size_t n);
+void p3_buf_free(void *buf);
 int p3_decomp_init(p3_t *p, const int dims[2], int nx, int ny, int nz, MPI_Comm comm);
 int p3_slabs_init(p3_t *p, int nslab);
 /* Before a transform (yskip: 'n' along Y): makes the X-pencil buffer that

@@ -152,7 +152,7 @@ void p3_tr_keep(void *buf)
     if (buf == NULL)
         return;
     if (shared_ctx == NULL) { /* no offcoll transfer ever touched it */
-        fftw_free(buf);
+        p3_buf_free(buf);
         return;
     }
     if ((k = malloc(sizeof(*k))) == NULL)
@@ -173,7 +173,7 @@ static int finalize_ctx(MPI_Comm comm, int key, void *value, void *extra)
     while (kept != NULL) {
         kept_t *k = kept;
         kept = k->next;
-        fftw_free(k->buf);
+        p3_buf_free(k->buf);
         free(k);
     }
     return MPI_SUCCESS;
@@ -191,12 +191,22 @@ int p3_tr_stats(double *cpu_s, unsigned long long *wakeups)
     return P3DFFT_OK;
 }
 
-static oc_status_t context(oc_context_t **ctx)
+/* The process's offcoll context, made by the first offload set-up with the
+ * OC_* variables. On huge pages (p3_buf) a rendezvous on this host goes by
+ * cma's single kernel copy unless OC_INTRANODE says otherwise: offload took
+ * 0.87-0.93x the FIFO's time so on the 2-vCPU VM at N = 256, where the FIFO
+ * gained nothing from huge pages (README, "Measured"). */
+static oc_status_t context(const p3_t *p, oc_context_t **ctx)
 {
     int key;
     oc_status_t st;
     if (shared_ctx == NULL) {
-        if ((st = oc_init(NULL, &shared_ctx)) != OC_OK)
+        oc_config_t cfg;
+        if ((st = oc_config_init(&cfg)) != OC_OK)
+            return st;
+        if (p->hugepages && getenv("OC_INTRANODE") == NULL)
+            cfg.intranode = OC_INTRANODE_CMA;
+        if ((st = oc_init(&cfg, &shared_ctx)) != OC_OK)
             return st;
         MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_ctx, &key, NULL);
         MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
@@ -253,7 +263,7 @@ int p3_tr_setup(p3_t *p)
     /* A rank that failed still takes part in each team's creation, which then
        fails on every rank of that communicator instead of leaving the others
        in it. */
-    if (rc == P3DFFT_OK && (st = context(&p->oc_ctx)) != OC_OK)
+    if (rc == P3DFFT_OK && (st = context(p, &p->oc_ctx)) != OC_OK)
         rc = p3_fail(P3DFFT_ERR_OFFLOAD, "oc_init: %s: %s", oc_status_string(st),
                      oc_last_error());
     for (t = 0; t < P3_NTR; t++) {

@@ -487,6 +487,9 @@ static void check_errors(void)
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem),
                 rank == 0 ? "P3DFFT_SLABS" : "failed on another rank");
     unsetenv("P3DFFT_SLABS");
+    setenv("P3DFFT_HUGEPAGES", "yes", 1);
+    CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "P3DFFT_HUGEPAGES");
+    unsetenv("P3DFFT_HUGEPAGES");
     if (nproc > 1) { /* valid grids and sizes that differ: refused on every rank, named */
         int other[2] = {nproc, 1}, last = rank == nproc - 1;
         CHECK_FAILS(Cp3dfft_setup(dims, n, n, last ? n + 2 : n, comm, n, n, last ? n + 2 : n, 0,

@@ -154,6 +154,7 @@ static void test_each_variable(void **state)
         {"OC_VERBOSE", "1", 1},
         {"OC_INTRANODE", "loopback", OC_INTRANODE_LOOPBACK},
         {"OC_INTRANODE", "shm", OC_INTRANODE_SHM},
+        {"OC_INTRANODE", "cma", OC_INTRANODE_CMA},
         {"OC_WARN_UNKNOWN", "0", 0},
         {"OC_LIST_MAX", "", 64}, /* empty counts as unset */
     };
@@ -349,7 +350,7 @@ static void test_init_arguments(void **state)
     } bad[] = {
         {"progress", 7}, {"progress", -1}, {"backend", 3}, {"alltoall_alg", OC_ALG_COUNT_},
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
-        {"timeout_s", -1}, {"intranode", 2}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
+        {"timeout_s", -1}, {"intranode", 3}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
         {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
         {"wait_help_us", 2e7}, {"warn_unknown", 2}, {"warn_unknown", -1},
     };
