@@ -93,11 +93,12 @@ static int tls_has(const char *tls, const char *const *names)
  * process). cma, which such endpoints refuse for rendezvous (its memory
  * domain cannot invalidate a key), stays refused: a rendezvous through the
  * shared-memory FIFO took 0.5-0.9x the time of cma's kernel copy on the
- * 2-vCPU VMs (offload/ucx/README.md). OC_INTRANODE=cma (cma) gives it back
- * with the claim, as sound as the other: its kernel copy pins every page of
- * the peer's buffer, which huge pages make cheap (P3DFFT's work buffers:
- * transforms in 0.87-0.93x the FIFO's time, p3dfft_patch/README.md). The
- * FIFO's fragments are MM_SEG_SIZE. */
+ * 2-vCPU VMs (offload/ucx/README.md). With OC_INTRANODE=cma (cma: 1) cma's
+ * memory domain claims key invalidation, as sound as the other claim, and
+ * rendezvous go by its kernel copy, which pins every page of the peer's
+ * buffer: cheap on huge pages (P3DFFT's work buffers: transforms in
+ * 0.87-0.93x the FIFO's time, p3dfft_patch/README.md). The FIFO's
+ * fragments are MM_SEG_SIZE. */
 static ucs_status_t config_defaults(ucp_config_t *config, const char *tls, int cma)
 {
     static const char *const mm_env[] = {"UCX_MM_ERROR_HANDLING", "UCX_SYSV_ERROR_HANDLING",

@@ -33,13 +33,13 @@ static void split_free(p3_split_t *sp)
 }
 
 /* The staging buffers are read and written by the kernel's single copy
- * (MPI's and UCX's cma) and by the stages' runs. With 4 KB pages each
- * transpose pinned and walked every page: on the 2-vCPU VM a 1x2 transform
- * at N = 256 took 0.87-0.90x the time with huge pages where blocking's
- * MPI_Alltoallv took 0.4x (p3dfft_patch/README.md, "Measured"). The kernel
- * gives huge pages to aligned 2 MB extents of a region so advised, where
- * transparent huge pages are "always" or "madvise"; elsewhere the advice
- * is ignored. */
+ * (MPI's cma, and UCX's: p3_tr.c's context) and by the stages' runs. On
+ * 4 KB pages each transpose pinned and walked every page: on huge pages
+ * every mode took 0.90-0.95x its time at N = 256 on the 2-vCPU VM, and
+ * blocking's MPI_Alltoallv about half (p3dfft_patch/README.md,
+ * "Measured"). The kernel gives huge pages to the aligned 2 MB extents of a
+ * region so advised where transparent huge pages are "always" or
+ * "madvise"; elsewhere the advice is ignored. */
 enum { P3_HUGE_PAGE = 2 << 20 };
 
 fftw_complex *p3_buf(const p3_t *p, size_t n)
@@ -189,7 +189,7 @@ int p3_slabs_init(p3_t *p, int nslab)
     /* the last slab is the widest, and no narrower one pads past it */
     p->plane_len = (size_t)p3_ld(p->slab.n[nslab - 1]) * (size_t)(p->ny > p->nz ? p->ny : p->nz);
     p->line = p3_buf(p, p->plane_len > (size_t)p->nxh * p->jisize ? p->plane_len
-                                                              : (size_t)p->nxh * p->jisize);
+                                                                 : (size_t)p->nxh * p->jisize);
     p->plane = p3_buf(p, p->plane_len > xy_plane ? p->plane_len : xy_plane);
     if (p->line == NULL || p->plane == NULL)
         return p3_fail(P3DFFT_ERR_NOMEM, "out of memory for the Y-Z slab buffers");
