@@ -99,6 +99,12 @@ static int parse_opt(void *o_, const char *name, const char *v)
     return bench_opt_error("unknown option %s", name);
 }
 
+static const char *env_or(const char *name, const char *unset)
+{
+    const char *v = getenv(name);
+    return v != NULL && *v != '\0' ? v : unset;
+}
+
 static unsigned fftw_flag(void)
 {
     const char *v = getenv("P3DFFT_FFTW_FLAG");
@@ -335,7 +341,7 @@ int main(int argc, char **argv)
     static const bench_flag_t no_flags[1];
     opts_t o = {.n = {64, 128, 256}, .nn = 3, .nv = {1, 4}, .nnv = 2, .slabs = {0}, .nslabs = 1,
                 .use = {1, 1, 1, 1}, .iters = 10, .warmup = 2};
-    char extra[320], impls[256] = "", title[160];
+    char extra[512], impls[256] = "", title[160];
     bench_out_t out = {0};
     int rank, nproc, rc, a, b, m, s, config = 0;
     double t0;
@@ -367,7 +373,11 @@ int main(int argc, char **argv)
         printf("# " PROG ": %d ranks, grid %dx%d, %ld iterations after %ld warm-up; "
                "forward + backward per variable, median of the slowest rank\n",
                nproc, o.dims[0], o.dims[1], o.iters, o.warmup);
-        snprintf(extra, sizeof(extra), "grid=%dx%d impls=\"%s\"", o.dims[0], o.dims[1], impls);
+        /* the settings that change the work buffers' pages and the offload
+         * context's path on the host, as given (unset: the library's default) */
+        snprintf(extra, sizeof(extra), "grid=%dx%d impls=\"%s\" P3DFFT_HUGEPAGES=%s OC_INTRANODE=%s",
+                 o.dims[0], o.dims[1], impls, env_or("P3DFFT_HUGEPAGES", "unset"),
+                 env_or("OC_INTRANODE", "unset"));
         bench_open_results(&out, o.csv, o.png, columns, C_COUNT, nproc, "ucx", extra);
         bench_table_header(columns, C_COUNT);
     }
