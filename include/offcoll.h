@@ -105,9 +105,12 @@ typedef enum {
     OC_INTRANODE_SHM = 0,     /**< shared memory (CPU copies) */
     OC_INTRANODE_LOOPBACK,    /**< the network transport, as to a remote host (the NIC's
                                    loopback path; TCP here) */
-    OC_INTRANODE_CMA          /**< shared memory, and large (rendezvous) messages by the
+    OC_INTRANODE_CMA,         /**< shared memory, and large (rendezvous) messages by the
                                    kernel's single copy (cma) instead of the FIFO's two:
                                    faster where the buffers lie on huge pages (UCX) */
+    OC_INTRANODE_AUTO         /**< the default: cma where transparent huge pages are
+                                   "always" (large buffers lie on them), else shm;
+                                   decided when the context starts */
 } oc_intranode_t;
 
 /** oc_config_t.wait_help_us: decided when the context starts (see there). */
@@ -150,7 +153,7 @@ typedef struct {
                                        process and on a node's first rank only, of OC_*
                                        variables offcoll does not read (a misspelt name),
                                        naming the one meant; 0 not */
-    oc_intranode_t intranode;     /**< OC_INTRANODE=shm|loopback|cma */
+    oc_intranode_t intranode;     /**< OC_INTRANODE=auto|shm|loopback|cma */
     char progress_cpus[256];      /**< OC_PROGRESS_CPUS: "" (the process's CPUs), "auto"
                                        (the last of them) or a CPU list ("3,7,12-15",
                                        entry: the launcher's local rank modulo its length) */

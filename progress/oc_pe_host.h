@@ -1,6 +1,6 @@
 /* What the launcher and the host say about this rank's place: oc_pe_host.c,
- * for oc_pe_affinity.c. Read from the environment and /proc, /sys when a
- * context starts. */
+ * for oc_pe_affinity.c (and oc_context.c: the pages). Read from the
+ * environment and /proc, /sys when a context starts. */
 #ifndef OC_PE_HOST_H
 #define OC_PE_HOST_H
 
@@ -36,5 +36,9 @@ int oc_pe_oversubscribed(const oc_pe_host_t *h);
  * own); 0 where no cpuset says. Names the file read in *source (a static
  * string) where it says. */
 int oc_pe_cgroup_cpus(const char *root, const char **source);
+/* Whether transparent huge pages are "always" (sys/kernel/mm/
+ * transparent_hugepage/enabled under root, "" for the real one): then
+ * large buffers lie on huge pages without asking. 0 where unreadable. */
+int oc_pe_host_thp_always(const char *root);
 
 #endif

@@ -18,7 +18,7 @@ static const char *const alg_names[OC_ALG_COUNT_] = {"auto", "burst", "pairwise"
                                                      "bruck", "put"};
 static const char *const progress_names[] = {"thread", "inline"};
 static const char *const backend_names[] = {"auto", "ucx", "verbs"};
-static const char *const intranode_names[] = {"shm", "loopback", "cma"};
+static const char *const intranode_names[] = {"shm", "loopback", "cma", "auto"};
 
 /* Every variable offcoll reads, the verbs backend's two included: any other
  * OC_* name is one offcoll ignores, most likely a misspelt one. */
@@ -106,6 +106,7 @@ static void defaults(oc_config_t *c)
     c->timeout_s = 300;
     c->verbose = 0;
     c->warn_unknown = 1;
+    c->intranode = OC_INTRANODE_AUTO;
 }
 
 oc_status_t oc_config_init(oc_config_t *cfg)

@@ -1,6 +1,7 @@
 /* Context: backend choice, progress engine, endpoint cache, team registry. */
 #include "oc_runtime.h"
 #include "oc_error.h"
+#include "oc_pe_host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static oc_status_t check_config(const oc_config_t *c)
                         "cfg->alltoallv_alg=%d: alltoallv supports auto, burst, pairwise, ringk, "
                         "put",
                         (int)c->alltoallv_alg);
-    if (c->intranode < OC_INTRANODE_SHM || c->intranode > OC_INTRANODE_CMA)
+    if (c->intranode < OC_INTRANODE_SHM || c->intranode > OC_INTRANODE_AUTO)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->intranode=%d is not an oc_intranode_t",
                         (int)c->intranode);
     if (c->list_max < 2 || c->list_max > OC_CFG_LIST_MAX_MAX)
@@ -127,6 +128,18 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
         return st;
     }
     oc_config_warn_unknown(&ctx->cfg);
+    /* Large buffers on huge pages make cma's pinning cheap and the FIFO the
+     * slower path: with transparent huge pages "always", Alltoall took
+     * 1.04-1.24x MPI_Alltoall's time from 64 KB by cma, 0.80-1.72x through
+     * the FIFO; on ordinary pages the FIFO took 0.52-0.82x, cma 1.01-1.08x
+     * (2-vCPU VM, docs/performance.md). */
+    ctx->intranode_auto = ctx->cfg.intranode == OC_INTRANODE_AUTO;
+    if (ctx->intranode_auto) {
+        ctx->cfg.intranode = oc_pe_host_thp_always("") ? OC_INTRANODE_CMA : OC_INTRANODE_SHM;
+        oc_notice(ctx->cfg.verbose, "OC_INTRANODE=auto: %s (transparent huge pages%s \"always\")",
+                  oc_intranode_name(ctx->cfg.intranode),
+                  ctx->cfg.intranode == OC_INTRANODE_CMA ? "" : " not");
+    }
     pthread_mutex_init(&ctx->teams_lock, NULL);
     st = open_backend(ctx);
     if (st == OC_OK)

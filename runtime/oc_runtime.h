@@ -17,6 +17,7 @@ struct oc_context {
     oc_nic_t *nic;
     oc_pe_t *pe;
     char backend_info[384];
+    int intranode_auto;             /* cfg.intranode was auto, decided at oc_init */
     oc_ep_cache_t ep_cache;         /* engine context only */
     pthread_mutex_t teams_lock;     /* registries of teams, windows and persistent
                                        requests: app threads and engine */
@@ -160,7 +161,7 @@ void oc_win_am_notify(oc_context_t *ctx, const oc_notify_msg_t *m);
 
 /* OC_PROGRESS_CPUS's syntax (oc_config.c); name: what the message calls it. */
 oc_status_t oc_config_check_cpus(const char *name, const char *v);
-/* "shm", "loopback", "cma" (OC_INTRANODE's values). */
+/* "shm", "loopback", "cma", "auto" (OC_INTRANODE's values). */
 const char *oc_intranode_name(oc_intranode_t mode);
 /* OC_WAIT_HELP_US in force: 0 outside thread mode. */
 unsigned oc_config_wait_help_us(const oc_config_t *c);

@@ -486,8 +486,9 @@ static oc_status_t paths_fn(oc_pe_t *pe, void *arg)
             continue;
         char tls[256];
         nic->ops->ep_transports(nic, a->team->eps[r], tls, sizeof(tls));
-        fprintf(a->out, "rank %d -> rank %d: %s (OC_INTRANODE=%s)\n", a->team->rank, r, tls,
-                oc_intranode_name(a->team->ctx->cfg.intranode));
+        fprintf(a->out, "rank %d -> rank %d: %s (OC_INTRANODE=%s%s)\n", a->team->rank, r, tls,
+                oc_intranode_name(a->team->ctx->cfg.intranode),
+                a->team->ctx->intranode_auto ? ", by auto" : "");
         nic->ops->describe_ep(nic, a->team->eps[r], a->out);
     }
     fflush(a->out);

@@ -26,18 +26,26 @@ expect default "Backend in use: \(ucx\|verbs\)"
 grep -q "^Backend in use: .*verbs" <<< "$out" || fail "the backend line says nothing of verbs"
 expect default "Progress engine: thread"
 expect default "Intranode path"
-expect default "rank 0 -> rank 1: .* (OC_INTRANODE=shm)"
-# A rendezvous on the host goes through the shared-memory FIFO, not cma
-# (offload/ucx/README.md); UCX_CMA_MEMORY_INVALIDATE=y gives cma back where
-# the host has it (the kernel may refuse process_vm_readv between ranks).
+# OC_INTRANODE=auto: cma where the host's transparent huge pages are
+# "always", else shm (the shared-memory FIFO for a rendezvous: no cma lane);
+# OC_INTRANODE=cma and UCX_CMA_MEMORY_INVALIDATE=y give cma where the host
+# has it (the kernel may refuse process_vm_readv between ranks).
+if grep -q '\[always\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+    auto=cma
+else
+    auto=shm
+fi
+expect default "rank 0 -> rank 1: .* (OC_INTRANODE=$auto, by auto)"
 if grep -q "^Backend in use: ucx" <<< "$out"; then
-    path=$(unset ${!OC_*} UCX_CMA_MEMORY_INVALIDATE; "$info" 2>&1 | grep "^rank 0 -> rank 1: ")
-    case $path in *cma/*) fail "cma in the default intranode path: $path" ;; esac
-    cma_out=$(unset ${!OC_*}; UCX_CMA_MEMORY_INVALIDATE=y "$info" 2>&1)
-    case $(grep "^rank 0 -> rank 1: " <<< "$cma_out") in
-    *cma/*) ;;
-    *) echo "note: no cma lane with UCX_CMA_MEMORY_INVALIDATE=y on this host (cma unavailable)" ;;
-    esac
+    path=$(unset ${!OC_*} UCX_CMA_MEMORY_INVALIDATE UCX_MEMORY_INVALIDATE; "$info" 2>&1 |
+           grep "^rank 0 -> rank 1: ")
+    case $auto,$path in shm,*cma/*) fail "cma in the default intranode path: $path" ;; esac
+    for set in OC_INTRANODE=cma UCX_CMA_MEMORY_INVALIDATE=y; do
+        case $(unset ${!OC_*}; env "$set" "$info" 2>&1 | grep "^rank 0 -> rank 1: ") in
+        *cma/*) ;;
+        *) echo "note: no cma lane with $set on this host (cma unavailable)" ;;
+        esac
+    done
 fi
 # Shared-memory fragments of 32 KB (offload/ucx/README.md), where UCX says
 # where its eager copies end; a size the user sets stays hers.

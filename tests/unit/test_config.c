@@ -120,6 +120,7 @@ static void test_defaults(void **state)
     assert_true(c.timeout_s == 300);
     assert_int_equal(c.verbose, 0);
     assert_int_equal(c.warn_unknown, 1);
+    assert_int_equal(c.intranode, OC_INTRANODE_AUTO); /* decided per context */
     assert_int_equal(oc_config_init(NULL), OC_ERR_INVALID_ARG);
 }
 
@@ -155,6 +156,7 @@ static void test_each_variable(void **state)
         {"OC_INTRANODE", "loopback", OC_INTRANODE_LOOPBACK},
         {"OC_INTRANODE", "shm", OC_INTRANODE_SHM},
         {"OC_INTRANODE", "cma", OC_INTRANODE_CMA},
+        {"OC_INTRANODE", "auto", OC_INTRANODE_AUTO},
         {"OC_WARN_UNKNOWN", "0", 0},
         {"OC_LIST_MAX", "", 64}, /* empty counts as unset */
     };
@@ -350,7 +352,7 @@ static void test_init_arguments(void **state)
     } bad[] = {
         {"progress", 7}, {"progress", -1}, {"backend", 3}, {"alltoall_alg", OC_ALG_COUNT_},
         {"alltoallv_alg", OC_ALG_BRUCK}, {"list_max", 1}, {"list_max", 0}, {"ringk", 0},
-        {"timeout_s", -1}, {"intranode", 3}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
+        {"timeout_s", -1}, {"intranode", 4}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
         {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
         {"wait_help_us", 2e7}, {"warn_unknown", 2}, {"warn_unknown", -1},
     };

@@ -1,7 +1,8 @@
 /*
  * oc_pe_cgroup_cpus: the CPUs of this process's cgroup cpuset, read from a
  * made-up /proc and /sys under a temporary folder (cgroup v2, v1, and the
- * hybrid layout of systemd hosts), then from the real ones. The rule that
+ * hybrid layout of systemd hosts), then from the real ones; whether
+ * transparent huge pages are "always", from a made-up /sys. The rule that
  * uses the count (oc_pe_crowded) is tested through contexts in
  * test_pe_affinity.
  */
@@ -99,6 +100,22 @@ static void v1(void **state)
     assert_int_equal(cpus(&source), 2);
 }
 
+/* oc_pe_host_thp_always: the bracketed word of the kernel's file. */
+static void thp(void **state)
+{
+    static const char *const file = "sys/kernel/mm/transparent_hugepage/enabled";
+    (void)state;
+    assert_int_equal(oc_pe_host_thp_always(root), 0); /* no file: ordinary pages */
+    put(file, "[always] madvise never\n");
+    assert_int_equal(oc_pe_host_thp_always(root), 1);
+    put(file, "always [madvise] never\n");
+    assert_int_equal(oc_pe_host_thp_always(root), 0);
+    put(file, "always madvise [never]\n");
+    assert_int_equal(oc_pe_host_thp_always(root), 0);
+    put(file, "");
+    assert_int_equal(oc_pe_host_thp_always(root), 0);
+}
+
 /* The real host: where a cpuset says, it holds at least this process's CPUs. */
 static void real(void **state)
 {
@@ -121,6 +138,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(v2, setup, teardown),
         cmocka_unit_test_setup_teardown(v1, setup, teardown),
+        cmocka_unit_test_setup_teardown(thp, setup, teardown),
         cmocka_unit_test(real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
