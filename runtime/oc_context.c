@@ -130,9 +130,9 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
     oc_config_warn_unknown(&ctx->cfg);
     /* Large buffers on huge pages make cma's pinning cheap and the FIFO the
      * slower path: with transparent huge pages "always", Alltoall took
-     * 1.04-1.24x MPI_Alltoall's time from 64 KB by cma, 0.80-1.72x through
-     * the FIFO; on ordinary pages the FIFO took 0.52-0.82x, cma 1.01-1.08x
-     * (2-vCPU VM, docs/performance.md). */
+     * 0.79-1.31x MPI_Alltoall's time from 64 KB by cma, 0.82-1.84x through
+     * the FIFO; on ordinary pages the FIFO took 0.53-0.90x, cma 1.01-1.08x
+     * (2-vCPU VM, docs/performance.md, "cma on huge pages"). */
     ctx->intranode_auto = ctx->cfg.intranode == OC_INTRANODE_AUTO;
     if (ctx->intranode_auto) {
         ctx->cfg.intranode = oc_pe_host_thp_always("") ? OC_INTRANODE_CMA : OC_INTRANODE_SHM;
