@@ -241,19 +241,16 @@ typedef struct {
 static void copy_runs(p3_t *p, const p3_runs_t *r, fftw_complex *spread, size_t step_spread,
                       int l, int gather)
 {
-    int s, i, nslab = r->slabs != NULL ? r->nslab : 1;
+    int s, nslab = r->slabs != NULL ? r->nslab : 1;
     size_t per_x = r->stride / (size_t)r->xs, step_x = step_spread / (size_t)r->xs;
     for (s = 0; s < nslab; s++) {
         size_t x0 = r->slabs != NULL ? (size_t)r->slabs->s[s] : 0;
         size_t xn = r->slabs != NULL ? (size_t)r->slabs->n[s] : (size_t)r->xs;
         size_t stride = r->slabs != NULL ? per_x * xn : r->stride;
-        size_t run = sizeof(fftw_complex) * xn;
         fftw_complex *b = r->slabs != NULL
                               ? spread + x0 * per_x * (size_t)r->n + (size_t)l * step_x * xn
                               : spread + (size_t)l * step_spread;
-        fftw_complex *plane = p->plane + x0;
-        for (i = 0; i < r->n; i++, b += stride, plane += r->ld)
-            memcpy(gather ? (void *)plane : (void *)b, gather ? (void *)b : (void *)plane, run);
+        p3_runs_copy(p->plane + x0, (size_t)r->ld, b, stride, (size_t)r->n, xn, gather);
     }
 }
 

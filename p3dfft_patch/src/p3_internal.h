@@ -11,6 +11,7 @@
 #include <complex.h>
 #include <mpi.h>
 #include <stddef.h>
+#include <string.h>
 #include <fftw3.h>
 
 #include "offcoll.h"
@@ -154,6 +155,22 @@ int p3_auto_slabs(const p3_t *p);
 static inline int p3_ld(int xs)
 {
     return xs % 2 == 0 ? xs + 1 : xs;
+}
+/* n runs of len complex values, run i at a + i * astep and at b + i * bstep,
+ * copied from b to a (to_a) or from a to b: between the library's packed
+ * buffers (stride p3_ld) and the blocks or arrays they are spread over. Runs
+ * that follow each other on both sides go as one copy. */
+static inline void p3_runs_copy(fftw_complex *a, size_t astep, fftw_complex *b, size_t bstep,
+                                size_t n, size_t len, int to_a)
+{
+    size_t i;
+    if (astep == len && bstep == len) {
+        len *= n;
+        n = 1;
+    }
+    for (i = 0; i < n; i++, a += astep, b += bstep)
+        memcpy(to_a ? (void *)a : (void *)b, to_a ? (void *)b : (void *)a,
+               sizeof(fftw_complex) * len);
 }
 int p3_stage_run(p3_t *p, const p3_stage_t *st, void *in, void *out);
 /* FFT-x and FFT-y of one variable together, one 2D transform per Z plane,

@@ -98,16 +98,12 @@ static int y_in_place(const p3_t *p)
  * p->line. to_line: blocks -> line (forward). */
 static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
 {
-    int i, j, ld = p3_ld(xs);
+    int i, ld = p3_ld(xs);
     for (i = 0; i < p->iproc; i++) {
         int yn = p->yi.n[i];
         fftw_complex *b = p3_tr_block(p, P3_XY, xsl, 0, i) + x0 + (size_t)p->iisize * yn * k;
-        fftw_complex *l = p->line + (size_t)ld * p->yi.s[i];
-        /* the runs follow each other on both sides: one copy */
-        int whole = xs == p->iisize && ld == xs, runs = whole ? 1 : yn;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(whole ? yn : 1);
-        for (j = 0; j < runs; j++, b += p->iisize, l += ld)
-            memcpy(to_line ? l : b, to_line ? b : l, bytes);
+        p3_runs_copy(p->line + (size_t)ld * p->yi.s[i], (size_t)ld, b, (size_t)p->iisize,
+                     (size_t)yn, (size_t)xs, to_line);
     }
 }
 
@@ -117,16 +113,12 @@ static void xy_line(p3_t *p, int xsl, int x0, int xs, int k, int to_line)
  * to_line: blocks -> line (forward). */
 static void yz_line(p3_t *p, int slot, int s, int y, int to_line)
 {
-    int xs = p->slab.n[s], ld = p3_ld(xs), r, z;
+    int xs = p->slab.n[s], ld = p3_ld(xs), r;
     for (r = 0; r < p->jproc; r++) {
-        int zn = p->zj.n[r], zs = p->zj.s[r];
+        int zn = p->zj.n[r];
         fftw_complex *b = p3_tr_block(p, P3_YZ, slot, s, r) + (size_t)xs * zn * y;
-        fftw_complex *t = p->line + (size_t)ld * zs;
-        /* unpadded, the block's part of the line is one run */
-        int runs = ld == xs ? 1 : zn;
-        size_t bytes = sizeof(fftw_complex) * (size_t)xs * (size_t)(ld == xs ? zn : 1);
-        for (z = 0; z < runs; z++, b += xs, t += ld)
-            memcpy(to_line ? t : b, to_line ? b : t, bytes);
+        p3_runs_copy(p->line + (size_t)ld * p->zj.s[r], (size_t)ld, b, (size_t)xs, (size_t)zn,
+                     (size_t)xs, to_line);
     }
 }
 
