@@ -193,7 +193,8 @@ int p3_tr_stats(double *cpu_s, unsigned long long *wakeups)
 
 /* The process's offcoll context, made by the first offload set-up with the
  * OC_* variables. On huge pages (p3_buf) a rendezvous on this host goes by
- * cma's single kernel copy unless OC_INTRANODE says otherwise: offload took
+ * cma's single kernel copy where OC_INTRANODE leaves the choice (auto, the
+ * default) rather than naming a path: offload took
  * 0.87-0.93x the FIFO's time so on the 2-vCPU VM at N = 256, where the FIFO
  * gained nothing from huge pages (README, "Measured"). */
 static oc_status_t context(const p3_t *p, oc_context_t **ctx)
@@ -204,7 +205,7 @@ static oc_status_t context(const p3_t *p, oc_context_t **ctx)
         oc_config_t cfg;
         if ((st = oc_config_init(&cfg)) != OC_OK)
             return st;
-        if (p->hugepages && getenv("OC_INTRANODE") == NULL)
+        if (p->hugepages && cfg.intranode == OC_INTRANODE_AUTO)
             cfg.intranode = OC_INTRANODE_CMA;
         if ((st = oc_init(&cfg, &shared_ctx)) != OC_OK)
             return st;
