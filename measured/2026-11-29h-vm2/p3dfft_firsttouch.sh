@@ -6,10 +6,12 @@
 # checkout:
 #   measured/2026-11-29h-vm2/p3dfft_firsttouch.sh BUILD [ROUNDS]
 # prints, per round:
-#  1. driver_rand 256^3 on 1x2, blocking, 1 loop and 8 loops, the driver's
+#  1. driver_rand 256^3 on 1x2, blocking, 1, 8 and 16 loops, the driver's
 #     arrays on ordinary pages ("plain") and on huge pages
 #     (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, "glibc"): time per loop and
-#     the average of timer[12] (backward FFT-y+FFT-x), seconds;
+#     the averages of timer[8] (forward FFT-z, which writes the output
+#     array first), timer[9] (backward FFT-z) and timer[12] (backward
+#     FFT-y+FFT-x, which writes the real output first), seconds;
 #  2. p3dfft_bench (2 warm-up iterations untimed) 1x2, N = 256, nv = 4,
 #     blocking and offload, plain and glibc: ms per variable;
 #  3. first touch of 256 MB (one write per 4 KB) mapped afresh, on ordinary
@@ -52,7 +54,7 @@ echo "THP $(cat /sys/kernel/mm/transparent_hugepage/enabled), defrag $(cat /sys/
 cd "$dir"
 echo "1 2" >dims
 for r in $(seq 1 "$rounds"); do
-    for loops in 1 8; do
+    for loops in 1 8 16; do
         echo "256 256 256 2 $loops" >stdin
         for set in plain glibc; do
             env=(-x P3DFFT_TRANSPOSE=blocking)
@@ -60,9 +62,10 @@ for r in $(seq 1 "$rounds"); do
             mpirun "${env[@]}" -np 2 "$build/p3dfft_patch/drivers/driver_rand" 2>&1 |
                 awk -v r="$r" -v l="$loops" -v s="$set" '
                     /Time per loop/ { split($0, a, "="); t = a[2] }
-                    /^timer\[12\]/ { v = $3 }
+                    /^timer\[/ { split($1, k, /[][]/); v[k[2]] = $3 }
                     /^Results are/ { c = $3 }
-                    END { print "driver round", r, "loops", l, s, "loop_s", t, "xy_bwd_s", v, c }'
+                    END { print "driver round", r, "loops", l, s, "loop_s", t, "z_fwd_s", v[8],
+                                "z_bwd_s", v[9], "xy_bwd_s", v[12], c }'
         done
     done
     for set in plain glibc; do
