@@ -31,13 +31,14 @@ typedef struct {
     const char *csv, *png;
 } opts_t;
 
-enum { C_IMPL, C_N, C_NV, C_SLABS, C_DIMS, C_TIME, C_COMM, C_COMP, C_VS_BLOCKING, C_ERR, C_PE_CPU,
-       C_WAKEUPS, C_CONFIG, C_COUNT };
+enum { C_IMPL, C_N, C_NV, C_SLABS, C_DIMS, C_TIME, C_COMM, C_COMP, C_Z, C_VS_BLOCKING, C_ERR,
+       C_PE_CPU, C_WAKEUPS, C_CONFIG, C_COUNT };
 static const bench_column_t columns[C_COUNT] = {
     {"impl", "impl", -12},        {"N", "n", 5},
     {"nv", "nv", 3},              {"slabs", "slabs", 6},
     {"dims", "dims", 6},          {"ms/var", "time_ms", 10},
     {"comm ms", "comm_ms", 10},   {"comp ms", "comp_ms", 10},
+    {"of it z", "z_ms", 8},
     {"vs blocking", "vs_blocking", 12}, {"rel.err", "rel_err", 9},
     {"pe cpu ms", "pe_cpu_ms", 10}, {"wakeups", "wakeups", 8},
     {"", "config", 0},
@@ -118,6 +119,7 @@ static unsigned fftw_flag(void)
 /* One measured configuration. */
 typedef struct {
     double t_var, comm, comp, err;
+    double z; /* of comp, the Z stages (timers 7 and 8), which run beside the transposes */
     int have_split;
     int engine;             /* offload: a progress thread runs, and then */
     double pe_cpu, wakeups; /* its CPU time and wake-ups per variable */
@@ -231,6 +233,7 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
         *(v < 4 ? &r.comm : &r.comp) += timers[v];
     r.comm = bench_max_over_ranks(r.comm) / (double)o->iters / nv;
     r.comp = bench_max_over_ranks(r.comp) / (double)o->iters / nv;
+    r.z = bench_max_over_ranks(timers[7] + timers[8]) / (double)o->iters / nv;
     r.have_split = 1;
     r.err = bench_max_over_ranks(err);
     r.t_var = median_of_max(t, o->iters) / nv;
@@ -326,6 +329,7 @@ static void emit(FILE *csv, int config, const char *impl, int n, int nv, int sla
     bench_set_field(f[C_TIME], 1, 3, r->t_var * 1e3);
     bench_set_field(f[C_COMM], r->have_split, 3, r->comm * 1e3);
     bench_set_field(f[C_COMP], r->have_split, 3, r->comp * 1e3);
+    bench_set_field(f[C_Z], r->have_split, 3, r->z * 1e3);
     bench_set_field(f[C_VS_BLOCKING], blocking > 0, 3, r->t_var / blocking);
     snprintf(f[C_ERR], sizeof(bench_field_t), "%.1e", r->err);
     bench_set_field(f[C_PE_CPU], r->engine, 3, r->pe_cpu * 1e3);
