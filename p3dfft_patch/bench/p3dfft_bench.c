@@ -119,7 +119,7 @@ static unsigned fftw_flag(void)
 /* One measured configuration. */
 typedef struct {
     double t_var, comm, comp, err;
-    double z; /* of comp, the Z stages (timers 7 and 8), which run beside the transposes */
+    double z; /* of comp, the Z stages' (timers 7 and 8); the rest is X and Y's */
     int have_split;
     int engine;             /* offload: a progress thread runs, and then */
     double pe_cpu, wakeups; /* its CPU time and wake-ups per variable */
