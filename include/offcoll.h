@@ -108,9 +108,10 @@ typedef enum {
     OC_INTRANODE_CMA,         /**< shared memory, and large (rendezvous) messages by the
                                    kernel's single copy (cma) instead of the FIFO's two:
                                    faster where the buffers lie on huge pages (UCX) */
-    OC_INTRANODE_AUTO         /**< the default: cma where transparent huge pages are
-                                   "always" (large buffers lie on them), else shm;
-                                   decided when the context starts */
+    OC_INTRANODE_AUTO         /**< the default: cma where large buffers lie on huge
+                                   pages (transparent huge pages "always", or "madvise"
+                                   with oc_config_t.huge_buffers), else shm; decided when
+                                   the context starts */
 } oc_intranode_t;
 
 /** oc_config_t.wait_help_us: decided when the context starts (see there). */
@@ -154,6 +155,11 @@ typedef struct {
                                        variables offcoll does not read (a misspelt name),
                                        naming the one meant; 0 not */
     oc_intranode_t intranode;     /**< OC_INTRANODE=auto|shm|loopback|cma */
+    int huge_buffers;             /**< OC_HUGE_BUFFERS: 1 where the application advises its
+                                       large buffers for transparent huge pages
+                                       (madvise(MADV_HUGEPAGE)), so that OC_INTRANODE=auto
+                                       takes cma also where the host's setting is
+                                       "madvise"; 0 (default) not */
     char progress_cpus[256];      /**< OC_PROGRESS_CPUS: "" (the process's CPUs), "auto"
                                        (the last of them) or a CPU list ("3,7,12-15",
                                        entry: the launcher's local rank modulo its length) */

@@ -236,15 +236,17 @@ int oc_pe_oversubscribed(const oc_pe_host_t *h)
     return h->ranks == 0 || h->cpus <= 0 || h->ranks > (unsigned long)h->cpus;
 }
 
-int oc_pe_host_thp_always(const char *root)
+oc_pe_thp_t oc_pe_host_thp(const char *root)
 {
     char file[PATH_MAX], buf[128] = "";
     FILE *f;
     snprintf(file, sizeof(file), "%s/sys/kernel/mm/transparent_hugepage/enabled", root);
     if ((f = fopen(file, "r")) == NULL)
-        return 0;
+        return OC_PE_THP_NEVER;
     if (fgets(buf, sizeof(buf), f) == NULL)
         buf[0] = '\0';
     fclose(f);
-    return strstr(buf, "[always]") != NULL;
+    return strstr(buf, "[always]") != NULL    ? OC_PE_THP_ALWAYS
+           : strstr(buf, "[madvise]") != NULL ? OC_PE_THP_MADVISE
+                                              : OC_PE_THP_NEVER;
 }

@@ -36,9 +36,11 @@ int oc_pe_oversubscribed(const oc_pe_host_t *h);
  * own); 0 where no cpuset says. Names the file read in *source (a static
  * string) where it says. */
 int oc_pe_cgroup_cpus(const char *root, const char **source);
-/* Whether transparent huge pages are "always" (sys/kernel/mm/
- * transparent_hugepage/enabled under root, "" for the real one): then
- * large buffers lie on huge pages without asking. 0 where unreadable. */
-int oc_pe_host_thp_always(const char *root);
+/* The host's transparent huge pages (sys/kernel/mm/transparent_hugepage/
+ * enabled under root, "" for the real one): ALWAYS, large buffers lie on
+ * them without asking; MADVISE, buffers advised with MADV_HUGEPAGE do;
+ * NEVER, none do (also where the file is unreadable). */
+typedef enum { OC_PE_THP_NEVER = 0, OC_PE_THP_MADVISE, OC_PE_THP_ALWAYS } oc_pe_thp_t;
+oc_pe_thp_t oc_pe_host_thp(const char *root);
 
 #endif

@@ -27,7 +27,7 @@ static const char *const known_vars[] = {
     "OC_LIST_MAX",  "OC_ALLTOALL_ALG",  "OC_ALLTOALLV_ALG", "OC_RINGK",
     "OC_BRUCK_MAX", "OC_RINGK_MIN",     "OC_SPIN_US",       "OC_WAIT_HELP_US",
     "OC_TIMEOUT_S", "OC_VERBOSE",       "OC_INTRANODE",     "OC_PROGRESS_CPUS",
-    "OC_WARN_UNKNOWN"};
+    "OC_WARN_UNKNOWN", "OC_HUGE_BUFFERS"};
 
 #define NAME_OF(names, v) \
     ((int)(v) >= 0 && (size_t)(v) < sizeof(names) / sizeof((names)[0]) ? (names)[v] : "invalid")
@@ -144,6 +144,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     UINT("OC_SPIN_US", 0, OC_CFG_SPIN_US_MAX, spin_us)
     UINT("OC_VERBOSE", 0, OC_CFG_VERBOSE_MAX, verbose)
     UINT("OC_WARN_UNKNOWN", 0, 1, warn_unknown)
+    UINT("OC_HUGE_BUFFERS", 0, 1, huge_buffers)
     u = c.wait_help_us;
     if (!env_is("OC_WAIT_HELP_US", "auto") &&
         oc_env_uint("OC_WAIT_HELP_US", 0, OC_CFG_SPIN_US_MAX, &u) != OC_OK)
@@ -198,11 +199,12 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              "OC_VERBOSE       = %d\n"
              "OC_WARN_UNKNOWN  = %d\n"
              "OC_INTRANODE     = %s\n"
+             "OC_HUGE_BUFFERS  = %d\n"
              "OC_PROGRESS_CPUS = %.*s\n",
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
              c->ringk_min, c->spin_us, wait_help_str(c, help, sizeof(help)), c->timeout_s, c->verbose,
-             c->warn_unknown, NAME_OF(intranode_names, c->intranode),
+             c->warn_unknown, NAME_OF(intranode_names, c->intranode), c->huge_buffers,
              c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
              c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");
     return OC_OK;

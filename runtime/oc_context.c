@@ -42,6 +42,9 @@ static oc_status_t check_config(const oc_config_t *c)
     if (c->warn_unknown != 0 && c->warn_unknown != 1)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->warn_unknown=%d: must be 0 or 1",
                         c->warn_unknown);
+    if (c->huge_buffers != 0 && c->huge_buffers != 1)
+        return oc_error(OC_ERR_INVALID_ARG, "cfg->huge_buffers=%d: must be 0 or 1",
+                        c->huge_buffers);
     if (c->verbose < 0 || c->verbose > OC_CFG_VERBOSE_MAX)
         return oc_error(OC_ERR_INVALID_ARG, "cfg->verbose=%d: must be 0..%d", c->verbose,
                         OC_CFG_VERBOSE_MAX);
@@ -71,6 +74,25 @@ static void am_handler(void *arg, const void *data, size_t len)
 
 /* Picks the backend; fills ctx->backend_info with what and why. auto takes
  * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
+/* Large buffers on huge pages make cma's pinning cheap and the FIFO the
+ * slower path: with transparent huge pages "always", Alltoall took
+ * 0.79-1.31x MPI_Alltoall's time from 64 KB by cma, 0.82-1.84x through the
+ * FIFO; on ordinary pages the FIFO took 0.53-0.90x, cma 1.01-1.08x. Where
+ * the host is "madvise", only buffers so advised get them: P3DFFT's offload
+ * took 0.87-0.93x the FIFO's time by cma on its advised buffers at N = 256,
+ * and 1.02-1.06x on a host set to "never", where the advice is ignored
+ * (2-vCPU VM, docs/performance.md, "cma on huge pages"). */
+static void intranode_auto(oc_config_t *c)
+{
+    static const char *const thp_names[] = {"never", "madvise", "always"};
+    oc_pe_thp_t thp = oc_pe_host_thp("");
+    int huge = thp == OC_PE_THP_ALWAYS || (thp == OC_PE_THP_MADVISE && c->huge_buffers);
+    c->intranode = huge ? OC_INTRANODE_CMA : OC_INTRANODE_SHM;
+    oc_notice(c->verbose, "OC_INTRANODE=auto: %s (transparent huge pages \"%s\", "
+              "OC_HUGE_BUFFERS=%d)", oc_intranode_name(c->intranode), thp_names[thp],
+              c->huge_buffers);
+}
+
 static oc_status_t open_backend(oc_context_t *ctx)
 {
     char info[320];
@@ -128,18 +150,9 @@ oc_status_t oc_init(const oc_config_t *cfg, oc_context_t **out)
         return st;
     }
     oc_config_warn_unknown(&ctx->cfg);
-    /* Large buffers on huge pages make cma's pinning cheap and the FIFO the
-     * slower path: with transparent huge pages "always", Alltoall took
-     * 0.79-1.31x MPI_Alltoall's time from 64 KB by cma, 0.82-1.84x through
-     * the FIFO; on ordinary pages the FIFO took 0.53-0.90x, cma 1.01-1.08x
-     * (2-vCPU VM, docs/performance.md, "cma on huge pages"). */
     ctx->intranode_auto = ctx->cfg.intranode == OC_INTRANODE_AUTO;
-    if (ctx->intranode_auto) {
-        ctx->cfg.intranode = oc_pe_host_thp_always("") ? OC_INTRANODE_CMA : OC_INTRANODE_SHM;
-        oc_notice(ctx->cfg.verbose, "OC_INTRANODE=auto: %s (transparent huge pages%s \"always\")",
-                  oc_intranode_name(ctx->cfg.intranode),
-                  ctx->cfg.intranode == OC_INTRANODE_CMA ? "" : " not");
-    }
+    if (ctx->intranode_auto)
+        intranode_auto(&ctx->cfg);
     pthread_mutex_init(&ctx->teams_lock, NULL);
     st = open_backend(ctx);
     if (st == OC_OK)

@@ -27,15 +27,22 @@ grep -q "^Backend in use: .*verbs" <<< "$out" || fail "the backend line says not
 expect default "Progress engine: thread"
 expect default "Intranode path"
 # OC_INTRANODE=auto: cma where the host's transparent huge pages are
-# "always", else shm (the shared-memory FIFO for a rendezvous: no cma lane);
-# OC_INTRANODE=cma and UCX_CMA_MEMORY_INVALIDATE=y give cma where the host
-# has it (the kernel may refuse process_vm_readv between ranks).
-if grep -q '\[always\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
-    auto=cma
-else
-    auto=shm
-fi
+# "always", or "madvise" with OC_HUGE_BUFFERS=1, else shm (the shared-memory
+# FIFO for a rendezvous: no cma lane); OC_INTRANODE=cma and
+# UCX_CMA_MEMORY_INVALIDATE=y give cma where the host has it (the kernel may
+# refuse process_vm_readv between ranks).
+thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+auto=shm advised=shm
+case $thp in
+always) auto=cma advised=cma ;;
+madvise) advised=cma ;;
+esac
 expect default "rank 0 -> rank 1: .* (OC_INTRANODE=$auto, by auto)"
+default_out=$out
+out=$(unset ${!OC_*}; OC_HUGE_BUFFERS=1 "$info" 2>&1) || fail "OC_HUGE_BUFFERS=1: exit status $?"
+expect OC_HUGE_BUFFERS=1 "rank 0 -> rank 1: .* (OC_INTRANODE=$advised, by auto)"
+expect OC_HUGE_BUFFERS=1 "OC_HUGE_BUFFERS *= 1"
+out=$default_out
 if grep -q "^Backend in use: ucx" <<< "$out"; then
     path=$(unset ${!OC_*} UCX_CMA_MEMORY_INVALIDATE UCX_MEMORY_INVALIDATE; "$info" 2>&1 |
            grep "^rank 0 -> rank 1: ")

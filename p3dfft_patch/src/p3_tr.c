@@ -192,11 +192,12 @@ int p3_tr_stats(double *cpu_s, unsigned long long *wakeups)
 }
 
 /* The process's offcoll context, made by the first offload set-up with the
- * OC_* variables. On huge pages (p3_buf) a rendezvous on this host goes by
- * cma's single kernel copy where OC_INTRANODE leaves the choice (auto, the
- * default) rather than naming a path: offload took
- * 0.87-0.93x the FIFO's time so on the 2-vCPU VM at N = 256, where the FIFO
- * gained nothing from huge pages (README, "Measured"). */
+ * OC_* variables. Its work buffers advised for huge pages (p3_buf), it tells
+ * offcoll so, whose OC_INTRANODE=auto then moves a rendezvous on this host
+ * by cma's single kernel copy wherever the host honours the advice: offload
+ * took 0.87-0.93x the FIFO's time so on the 2-vCPU VM at N = 256, where the
+ * FIFO gained nothing from huge pages, but 1.02-1.06x on the same VM set to
+ * "never" (README, "Measured"). */
 static oc_status_t context(const p3_t *p, oc_context_t **ctx)
 {
     int key;
@@ -205,8 +206,7 @@ static oc_status_t context(const p3_t *p, oc_context_t **ctx)
         oc_config_t cfg;
         if ((st = oc_config_init(&cfg)) != OC_OK)
             return st;
-        if (p->hugepages && cfg.intranode == OC_INTRANODE_AUTO)
-            cfg.intranode = OC_INTRANODE_CMA;
+        cfg.huge_buffers |= p->hugepages;
         if ((st = oc_init(&cfg, &shared_ctx)) != OC_OK)
             return st;
         MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_ctx, &key, NULL);

@@ -39,6 +39,7 @@ static const struct {
     FIELD("OC_VERBOSE", verbose, F_INT),
     FIELD("OC_INTRANODE", intranode, F_INT),
     FIELD("OC_WARN_UNKNOWN", warn_unknown, F_INT),
+    FIELD("OC_HUGE_BUFFERS", huge_buffers, F_INT),
 #undef FIELD
 };
 enum { NFIELDS = sizeof(fields) / sizeof(fields[0]) };
@@ -121,6 +122,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.verbose, 0);
     assert_int_equal(c.warn_unknown, 1);
     assert_int_equal(c.intranode, OC_INTRANODE_AUTO); /* decided per context */
+    assert_int_equal(c.huge_buffers, 0);
     assert_int_equal(oc_config_init(NULL), OC_ERR_INVALID_ARG);
 }
 
@@ -158,6 +160,7 @@ static void test_each_variable(void **state)
         {"OC_INTRANODE", "cma", OC_INTRANODE_CMA},
         {"OC_INTRANODE", "auto", OC_INTRANODE_AUTO},
         {"OC_WARN_UNKNOWN", "0", 0},
+        {"OC_HUGE_BUFFERS", "1", 1},
         {"OC_LIST_MAX", "", 64}, /* empty counts as unset */
     };
     (void)state;
@@ -194,6 +197,7 @@ static void test_malformed(void **state)
         /* strtoull skips leading blanks and then accepts a minus sign */
         {"OC_BRUCK_MAX", " -1"},
         {"OC_WARN_UNKNOWN", "2"}, {"OC_WARN_UNKNOWN", "yes"},
+        {"OC_HUGE_BUFFERS", "2"}, {"OC_HUGE_BUFFERS", "yes"},
         {"OC_PROGRESS_CPUS", "x"}, {"OC_PROGRESS_CPUS", "3-1"}, {"OC_PROGRESS_CPUS", "1,"},
         {"OC_PROGRESS_CPUS", "1024"}, {"OC_PROGRESS_CPUS", "-1"}, {"OC_PROGRESS_CPUS", " 1"},
         {"OC_PROGRESS_CPUS", "0-1023,5"}, {"OC_PROGRESS_CPUS", "auto,1"},
@@ -355,6 +359,7 @@ static void test_init_arguments(void **state)
         {"timeout_s", -1}, {"intranode", 4}, {"timeout_s", 1e300}, {"list_max", 1u << 21},
         {"ringk", 1u << 21}, {"spin_us", 4e9}, {"verbose", -7}, {"verbose", 10},
         {"wait_help_us", 2e7}, {"warn_unknown", 2}, {"warn_unknown", -1},
+        {"huge_buffers", 2}, {"huge_buffers", -1},
     };
     static char sentinel; /* a non-NULL *ctx that a failed oc_init must clear */
     oc_config_t good;

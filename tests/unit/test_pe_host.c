@@ -100,20 +100,20 @@ static void v1(void **state)
     assert_int_equal(cpus(&source), 2);
 }
 
-/* oc_pe_host_thp_always: the bracketed word of the kernel's file. */
+/* oc_pe_host_thp: the bracketed word of the kernel's file. */
 static void thp(void **state)
 {
     static const char *const file = "sys/kernel/mm/transparent_hugepage/enabled";
     (void)state;
-    assert_int_equal(oc_pe_host_thp_always(root), 0); /* no file: ordinary pages */
+    assert_int_equal(oc_pe_host_thp(root), OC_PE_THP_NEVER); /* no file: ordinary pages */
     put(file, "[always] madvise never\n");
-    assert_int_equal(oc_pe_host_thp_always(root), 1);
+    assert_int_equal(oc_pe_host_thp(root), OC_PE_THP_ALWAYS);
     put(file, "always [madvise] never\n");
-    assert_int_equal(oc_pe_host_thp_always(root), 0);
+    assert_int_equal(oc_pe_host_thp(root), OC_PE_THP_MADVISE);
     put(file, "always madvise [never]\n");
-    assert_int_equal(oc_pe_host_thp_always(root), 0);
+    assert_int_equal(oc_pe_host_thp(root), OC_PE_THP_NEVER);
     put(file, "");
-    assert_int_equal(oc_pe_host_thp_always(root), 0);
+    assert_int_equal(oc_pe_host_thp(root), OC_PE_THP_NEVER);
 }
 
 /* The real host: where a cpuset says, it holds at least this process's CPUs. */
