@@ -72,8 +72,6 @@ static void am_handler(void *arg, const void *data, size_t len)
     }
 }
 
-/* Picks the backend; fills ctx->backend_info with what and why. auto takes
- * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
 /* Large buffers on huge pages make cma's pinning cheap and the FIFO the
  * slower path: with transparent huge pages "always", Alltoall took
  * 0.79-1.31x MPI_Alltoall's time from 64 KB by cma, 0.82-1.84x through the
@@ -81,7 +79,8 @@ static void am_handler(void *arg, const void *data, size_t len)
  * the host is "madvise", only buffers so advised get them: P3DFFT's offload
  * took 0.87-0.93x the FIFO's time by cma on its advised buffers at N = 256,
  * and 1.02-1.06x on a host set to "never", where the advice is ignored
- * (2-vCPU VM, docs/performance.md, "cma on huge pages"). */
+ * (2-vCPU VM: docs/performance.md, "cma on huge pages"; p3dfft_patch/
+ * README.md, "Measured"). */
 static void intranode_auto(oc_config_t *c)
 {
     static const char *const thp_names[] = {"never", "madvise", "always"};
@@ -93,6 +92,8 @@ static void intranode_auto(oc_config_t *c)
               c->huge_buffers);
 }
 
+/* Picks the backend; fills ctx->backend_info with what and why. auto takes
+ * verbs wherever an RDMA device opens and sets up, UCX otherwise. */
 static oc_status_t open_backend(oc_context_t *ctx)
 {
     char info[320];
