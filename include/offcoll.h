@@ -159,7 +159,9 @@ typedef struct {
                                        large buffers for transparent huge pages
                                        (madvise(MADV_HUGEPAGE)), so that OC_INTRANODE=auto
                                        takes cma also where the host's setting is
-                                       "madvise"; 0 (default) not */
+                                       "madvise"; 0 not. Default: 1 where GLIBC_TUNABLES sets
+                                       glibc.malloc.hugetlb=1 (glibc then advises every
+                                       large malloc), else 0 */
     char progress_cpus[256];      /**< OC_PROGRESS_CPUS: "" (the process's CPUs), "auto"
                                        (the last of them) or a CPU list ("3,7,12-15",
                                        entry: the launcher's local rank modulo its length) */

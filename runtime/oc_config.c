@@ -90,6 +90,22 @@ static int env_is(const char *var, const char *value)
     return v != NULL && strcmp(v, value) == 0;
 }
 
+/* Whether glibc advises every large malloc for transparent huge pages: its
+ * tunable glibc.malloc.hugetlb set to 1 in GLIBC_TUNABLES, a colon-separated
+ * list of name=value (2 takes hugetlbfs pages instead, which the host's
+ * transparent huge pages setting does not govern: not counted). */
+static int glibc_hugetlb(void)
+{
+    static const char key[] = "glibc.malloc.hugetlb=";
+    const char *t = getenv("GLIBC_TUNABLES"), *p;
+    for (p = t; p != NULL && (p = strstr(p, key)) != NULL; p++)
+        if (p == t || p[-1] == ':') {
+            const char *v = p + sizeof(key) - 1;
+            return v[0] == '1' && (v[1] == '\0' || v[1] == ':');
+        }
+    return 0;
+}
+
 static void defaults(oc_config_t *c)
 {
     memset(c, 0, sizeof(*c));
@@ -107,6 +123,7 @@ static void defaults(oc_config_t *c)
     c->verbose = 0;
     c->warn_unknown = 1;
     c->intranode = OC_INTRANODE_AUTO;
+    c->huge_buffers = glibc_hugetlb();
 }
 
 oc_status_t oc_config_init(oc_config_t *cfg)

@@ -84,6 +84,7 @@ static void clear_env(void)
     for (size_t i = 0; i < NFIELDS; i++)
         unsetenv(fields[i].var);
     unsetenv("OC_PROGRESS_CPUS"); /* a string: test_progress_cpus */
+    unsetenv("GLIBC_TUNABLES");   /* huge_buffers' default: test_huge_buffers_glibc */
 }
 
 static int fresh_env(void **state)
@@ -277,6 +278,41 @@ static void test_progress_cpus(void **state)
     assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
     assert_non_null(strstr(oc_last_error(), "cfg->progress_cpus"));
     assert_null(ctx);
+}
+
+/* huge_buffers follows glibc's advice to every large malloc unless
+ * OC_HUGE_BUFFERS says. */
+static void test_huge_buffers_glibc(void **state)
+{
+    static const struct {
+        const char *tunables, *var;
+        int expect;
+    } cases[] = {
+        {"glibc.malloc.hugetlb=1", NULL, 1},
+        {"glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", NULL, 1},
+        {"glibc.malloc.hugetlb=2", NULL, 0}, /* hugetlbfs: not THP's advice */
+        {"glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2", NULL, 1},
+        {"glibc.malloc.hugetlb=0", NULL, 0},
+        {"glibc.malloc.hugetlb=10", NULL, 0},
+        {"xglibc.malloc.hugetlb=1", NULL, 0},
+        {"glibc.malloc.arena_max=2", NULL, 0},
+        {"", NULL, 0},
+        {"glibc.malloc.hugetlb=1", "0", 0},
+        {"glibc.malloc.hugetlb=0", "1", 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        oc_config_t c;
+        clear_env();
+        setenv("GLIBC_TUNABLES", cases[i].tunables, 1);
+        if (cases[i].var != NULL)
+            setenv("OC_HUGE_BUFFERS", cases[i].var, 1);
+        assert_int_equal(oc_config_init(&c), OC_OK);
+        if (c.huge_buffers != cases[i].expect)
+            fail_msg("GLIBC_TUNABLES=%s OC_HUGE_BUFFERS=%s: huge_buffers %d", cases[i].tunables,
+                     cases[i].var != NULL ? cases[i].var : "(unset)", c.huge_buffers);
+    }
+    clear_env();
 }
 
 static void test_print(void **state)
@@ -497,6 +533,7 @@ int main(void)
         cmocka_unit_test_setup(test_defaults, fresh_env),
         cmocka_unit_test_setup(test_each_variable, fresh_env),
         cmocka_unit_test_setup(test_malformed, fresh_env),
+        cmocka_unit_test_setup(test_huge_buffers_glibc, fresh_env),
         cmocka_unit_test_setup(test_print, fresh_env),
         cmocka_unit_test_setup(test_progress_cpus, fresh_env),
         cmocka_unit_test_setup(test_names, fresh_env),
