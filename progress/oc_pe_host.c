@@ -87,21 +87,30 @@ static unsigned long slurm_tasks_here(void)
     }
 }
 
+/* The first line of a kernel file, without its newline, into buf ("" where
+ * it has none); -1 where the file cannot be opened. */
+static int first_line(const char *file, char *buf, size_t size)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL)
+        return -1;
+    if (fgets(buf, (int)size, f) == NULL)
+        buf[0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    fclose(f);
+    return 0;
+}
+
 /* The CPUs a cpuset file lists: -1 where there is no such file, 0 where it
  * cannot be read as a list. */
 static int count_file(const char *file)
 {
     int cpus[CPU_SETSIZE];
     char buf[4096];
-    FILE *f = fopen(file, "r");
-    int n = 0;
-    if (f == NULL)
+    int n;
+    if (first_line(file, buf, sizeof(buf)) != 0)
         return -1;
-    if (fgets(buf, sizeof(buf), f) != NULL) {
-        buf[strcspn(buf, "\n")] = '\0';
-        n = oc_pe_cpulist_parse(buf, cpus, CPU_SETSIZE);
-    }
-    fclose(f);
+    n = oc_pe_cpulist_parse(buf, cpus, CPU_SETSIZE);
     return n > 0 ? n : 0;
 }
 
@@ -238,14 +247,10 @@ int oc_pe_oversubscribed(const oc_pe_host_t *h)
 
 oc_pe_thp_t oc_pe_host_thp(const char *root)
 {
-    char file[PATH_MAX], buf[128] = "";
-    FILE *f;
+    char file[PATH_MAX], buf[128];
     snprintf(file, sizeof(file), "%s/sys/kernel/mm/transparent_hugepage/enabled", root);
-    if ((f = fopen(file, "r")) == NULL)
+    if (first_line(file, buf, sizeof(buf)) != 0)
         return OC_PE_THP_NEVER;
-    if (fgets(buf, sizeof(buf), f) == NULL)
-        buf[0] = '\0';
-    fclose(f);
     return strstr(buf, "[always]") != NULL    ? OC_PE_THP_ALWAYS
            : strstr(buf, "[madvise]") != NULL ? OC_PE_THP_MADVISE
                                               : OC_PE_THP_NEVER;

@@ -221,7 +221,7 @@ oc_status_t oc_config_print(const oc_config_t *c, char *buf, size_t size)
              NAME_OF(progress_names, c->progress), NAME_OF(backend_names, c->backend), c->list_max,
              oc_alg_name(c->alltoall_alg), oc_alg_name(c->alltoallv_alg), c->ringk, c->bruck_max,
              c->ringk_min, c->spin_us, wait_help_str(c, help, sizeof(help)), c->timeout_s, c->verbose,
-             c->warn_unknown, NAME_OF(intranode_names, c->intranode), c->huge_buffers,
+             c->warn_unknown, oc_intranode_name(c->intranode), c->huge_buffers,
              c->progress_cpus[0] ? (int)strnlen(c->progress_cpus, sizeof(c->progress_cpus)) : 20,
              c->progress_cpus[0] ? c->progress_cpus : "(the process's CPUs)");
     return OC_OK;
