@@ -136,7 +136,7 @@ oc_status_t oc_config_init(oc_config_t *cfg)
     if (cfg == NULL)
         return oc_error(OC_ERR_INVALID_ARG, "oc_config_init: cfg is NULL");
     defaults(&c);
-    defaults(cfg);
+    *cfg = c; /* what a malformed variable leaves */
 
 #define ENUM(var, names, field, type)                                            \
     e = (int)c.field;                                                            \
