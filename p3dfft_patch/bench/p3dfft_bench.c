@@ -9,7 +9,11 @@
  * timers. Results are checked (backward(forward(x)) = N x) after the last two
  * iterations, each with an input of its own. Table, CSV, PNG.
  */
+#if P3_BENCH_FFTW_MPI
 #include <fftw3-mpi.h>
+#else
+#include <fftw3.h> /* built with an MPI that this FFTW-MPI was not built for */
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +24,14 @@
 #define PROG "p3dfft_bench"
 #define MAX_LIST 16
 
-enum { M_BLOCKING, M_MPI_NB, M_OFFLOAD, M_FFTW_MPI, M_COUNT };
-static const char *const mode_names[M_COUNT] = {"blocking", "mpi_nb", "offload", "fftw_mpi"};
+enum { M_BLOCKING, M_MPI_NB, M_OFFLOAD, M_FFTW_MPI, M_ALL };
+/* the modes of this build: FFTW-MPI's only where it is linked */
+#define M_COUNT (P3_BENCH_FFTW_MPI ? M_ALL : M_FFTW_MPI)
+static const char *const mode_names[M_ALL] = {"blocking", "mpi_nb", "offload", "fftw_mpi"};
 
 typedef struct {
     int n[MAX_LIST], nn, nv[MAX_LIST], nnv, slabs[MAX_LIST], nslabs;
-    int use[M_COUNT];
+    int use[M_ALL];
     int dims[2];
     long iters, warmup;
     const char *csv, *png;
@@ -49,13 +55,15 @@ static void usage(FILE *f)
     fprintf(f, "usage: mpirun -np P " PROG " [options]\n"
                "  --n LIST        cube sizes N (default 64,128,256)\n"
                "  --nv LIST       variables per call (default 1,4)\n"
-               "  --modes LIST    blocking,mpi_nb,offload,fftw_mpi or all (default all)\n"
+               "  --modes LIST    blocking,mpi_nb,offload,fftw_mpi or all (default all;\n"
+               "                  fftw_mpi where built with FFTW-MPI%s)\n"
                "  --slabs LIST    slab counts for one variable's Y-Z stage; 0 = the\n"
                "                  library's default (default 0)\n"
                "  --dims AxB      processor grid (default: MPI_Dims_create, smaller first)\n"
                "  --iters N       timed iterations (default 10), --warmup N (default 2)\n"
                "  --csv FILE, --png FILE\n"
-               "P3DFFT_FFTW_FLAG (estimate|measure|patient) sets the planner flag of both.\n");
+               "P3DFFT_FFTW_FLAG (estimate|measure|patient) sets the planner flag of both.\n",
+            P3_BENCH_FFTW_MPI ? "" : "; not this one");
 }
 
 static int parse_list(const char *opt, const char *s, int *out, int *count, int min)
@@ -104,16 +112,6 @@ static const char *env_or(const char *name, const char *unset)
 {
     const char *v = getenv(name);
     return v != NULL && *v != '\0' ? v : unset;
-}
-
-static unsigned fftw_flag(void)
-{
-    const char *v = getenv("P3DFFT_FFTW_FLAG");
-    if (v != NULL && strcmp(v, "estimate") == 0)
-        return FFTW_ESTIMATE;
-    if (v != NULL && strcmp(v, "patient") == 0)
-        return FFTW_PATIENT;
-    return FFTW_MEASURE;
 }
 
 /* One measured configuration. */
@@ -246,6 +244,19 @@ static result_t run_p3dfft(const opts_t *o, int mode, int slabs, int n, int nv, 
     return r;
 }
 
+#if P3_BENCH_FFTW_MPI
+/* The planner flag the library takes from P3DFFT_FFTW_FLAG, for FFTW-MPI's
+ * plans too. */
+static unsigned fftw_flag(void)
+{
+    const char *v = getenv("P3DFFT_FFTW_FLAG");
+    if (v != NULL && strcmp(v, "estimate") == 0)
+        return FFTW_ESTIMATE;
+    if (v != NULL && strcmp(v, "patient") == 0)
+        return FFTW_PATIENT;
+    return FFTW_MEASURE;
+}
+
 /* FFTW-MPI's 3D r2c: slabs of n0 = X of the library (the slowest dimension
  * here, z), transposed output, each variable transformed in turn. */
 static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
@@ -313,6 +324,7 @@ static result_t run_fftw_mpi(const opts_t *o, int n, int nv, int rank)
     free(t);
     return r;
 }
+#endif
 
 static void emit(FILE *csv, int config, const char *impl, int n, int nv, int slabs,
                  const int dims[2], const result_t *r, double blocking)
@@ -365,7 +377,9 @@ int main(int argc, char **argv)
         if (o.dims[0] > o.dims[1])
             o.dims[0] = o.dims[1], o.dims[1] = nproc / o.dims[0];
     }
+#if P3_BENCH_FFTW_MPI
     fftw_mpi_init();
+#endif
 
     /* the implementations' names, for the plot's legend: mode, or mode_sK */
     for (m = 0; m < M_COUNT; m++)
@@ -392,6 +406,7 @@ int main(int argc, char **argv)
             for (m = 0; m < M_COUNT; m++) {
                 if (!o.use[m])
                     continue;
+#if P3_BENCH_FFTW_MPI
                 if (m == M_FFTW_MPI) {
                     result_t r = run_fftw_mpi(&o, o.n[a], o.nv[b], rank);
                     int slab_dims[2] = {1, nproc};
@@ -400,6 +415,7 @@ int main(int argc, char **argv)
                              blocking);
                     continue;
                 }
+#endif
                 for (s = 0; s < o.nslabs; s++) {
                     char name[32];
                     result_t r = run_p3dfft(&o, m, o.slabs[s], o.n[a], o.nv[b], o.dims, rank);
@@ -413,7 +429,9 @@ int main(int argc, char **argv)
                 }
             }
         }
+#if P3_BENCH_FFTW_MPI
     fftw_mpi_cleanup();
+#endif
     snprintf(title, sizeof(title), "P3DFFT-compatible FFT, %d ranks (grid %dx%d)", nproc, o.dims[0],
              o.dims[1]);
     return bench_end(&out, t0, "plot_p3dfft.gp", title);
