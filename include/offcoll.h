@@ -304,7 +304,9 @@ OC_API oc_status_t oc_ialltoall(oc_team_t *team, const void *sbuf, void *rbuf,
  *  A receive count that disagrees with its sender's fails the call at that
  *  receiver (OC_ERR_MISMATCH), zero against non-zero too: a zero count still
  *  exchanges an empty message, which persistent requests avoid (they compare
- *  the counts at set-up, on every member). */
+ *  the counts at set-up, on every member). The block to the calling rank
+ *  itself is compared at the call: scounts[rank] != rcounts[rank] is refused
+ *  there (OC_ERR_MISMATCH, no request made). */
 OC_API oc_status_t oc_ialltoallv(oc_team_t *team,
                                  const void *sbuf, size_t sbuf_bytes,
                                  const size_t *scounts, const size_t *sdispls,

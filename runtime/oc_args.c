@@ -128,5 +128,12 @@ oc_status_t oc_args_check_alltoallv(const char *fn, const oc_team_t *team, const
         st = check_blocks(fn, 'r', team->size, rbuf, rbuf_bytes, rcounts, rdispls, 1);
     if (st == OC_OK && !inplace && ranges_overlap(sbuf, sbuf_bytes, rbuf, rbuf_bytes))
         st = oc_error(OC_ERR_INVALID_ARG, "%s: sbuf and rbuf overlap (use OC_IN_PLACE)", fn);
+    /* The block a rank sends itself is a local copy: no receiver compares its
+     * length, as one does for every message, and a longer one would be
+     * written past its receive block. */
+    if (st == OC_OK && !inplace && scounts[team->rank] != rcounts[team->rank])
+        st = oc_error(OC_ERR_MISMATCH, "%s: this rank (%d) sends itself scounts[%d]=%zu bytes, "
+                      "but rcounts[%d]=%zu", fn, team->rank, team->rank, scounts[team->rank],
+                      team->rank, rcounts[team->rank]);
     return st;
 }
