@@ -294,12 +294,11 @@ static oc_status_t build_field(oc_halo_t *h, const oc_halo_field_t *x, int f, un
             oc_sched_fini(&s);
             break;
         }
-        st = oc_request_create(h->team, "halo exchange", &s, &hf->req[p]);
+        st = oc_request_create(h->team, "halo exchange", &s, hf, &hf->req[p]);
         ++*made;
         if (st == OC_OK) {
             hf->req[p]->timeout_report = timeout_report;
             hf->req[p]->knows_peers = 1;
-            hf->req[p]->owner = hf;
         }
     }
     return st;
@@ -352,7 +351,7 @@ oc_status_t oc_halo_create(oc_team_t *team, const oc_halo_params_t *params,
             "oc_halo_create", team,
             oc_halo_sched_landing(&h->g, team->rank,
                                   &h->ext[(size_t)team->rank * (size_t)nfields], nfields, 0, 0, 0),
-            (unsigned)nfields * 6, OC_OK, &h->win);
+            (unsigned)nfields * 6, 1, OC_OK, &h->win);
     if (st == OC_OK) {
         unsigned made = 0;
         for (f = 0; f < nfields && st == OC_OK; f++)

@@ -95,7 +95,7 @@ static oc_status_t put_setup(const char *fn, oc_team_t *team, const persist_msg_
     put->at = malloc(4 * n * sizeof(*put->at));
     st = put->at != NULL ? OC_OK : oc_error(OC_ERR_NO_MEMORY, "%s: put offsets", fn);
     /* The window votes: a member short of memory fails every member. */
-    st = oc_win_create_internal(fn, team, 2 * zone, 2, st, &put->win);
+    st = oc_win_create_internal(fn, team, 2 * zone, 2, 0, st, &put->win);
     if (st != OC_OK) {
         free(put->at);
         put->at = NULL;

@@ -147,7 +147,8 @@ static oc_status_t req_register(const char *fn, oc_request_t *req, req_nums_t nu
         team->persistent = req;
         pthread_mutex_unlock(&team->ctx->teams_lock);
     }
-    atomic_fetch_add(&team->nrequests, 1);
+    if (req->owner == NULL)
+        atomic_fetch_add(&team->nrequests, 1);
     *out = req;
     return OC_OK;
 }
@@ -209,9 +210,11 @@ void oc_request_spare_free(oc_team_t *team)
 static void req_unregister(oc_request_t *req)
 {
     oc_team_t *team = req->team;
+    int counted = req->owner == NULL;
     if (!spare_keep(req))
         req_destroy(req);
-    atomic_fetch_sub(&team->nrequests, 1);
+    if (counted)
+        atomic_fetch_sub(&team->nrequests, 1);
 }
 
 /* The request, its in-place copy and its choice of algorithm. args->sbuf
@@ -338,7 +341,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
 }
 
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
-                              oc_request_t **out)
+                              void *owner, oc_request_t **out)
 {
     req_nums_t nums = take_nums(team, 1); /* taken whatever fails here, as by the peers */
     oc_request_t *req = oc_zalloc(sizeof(*req));
@@ -349,6 +352,7 @@ oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *s
     req->team = team;
     req->persistent = 1;
     req->opname = opname;
+    req->owner = owner;
     req->nsched = 1;
     req->sched[0] = *sched;
     memset(sched, 0, sizeof(*sched));

@@ -87,7 +87,7 @@ typedef struct oc_request {
      * exchange knows better whom it waits for). */
     void (*timeout_report)(struct oc_request *req);
     int knows_peers;
-    void *owner;
+    void *owner;                    /* oc_request_create's: then not in team->nrequests */
     void *inplace;                  /* OC_IN_PLACE: rbuf's copy, the schedule's sbuf,
                                        made by the schedule's first list */
     size_t inplace_cap;             /* its size (a team's spare keeps it for the next
@@ -128,6 +128,7 @@ typedef struct {
 
 struct oc_win {
     oc_team_t *team;                /* NULL once abandoned (oc_win_close) */
+    int counted;                    /* in team->nwins (oc_win_create_internal) */
     uint32_t id;
     struct oc_win *next;            /* in the context's registry */
     void *base;
@@ -204,9 +205,12 @@ void oc_team_skip_ops(oc_team_t *team, unsigned n, int persistent);
 
 /* Request running a schedule built by the caller (taken over, also on
  * failure); persistent, started with oc_start. Takes the team's next
- * operation number whether or not it succeeds. */
+ * operation number whether or not it succeeds. owner: the object the
+ * request belongs to (a halo plan's field), which the team counts instead of
+ * the request (team->nwins), so that a message about objects not freed names
+ * only what the application made. */
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
-                              oc_request_t **req);
+                              void *owner, oc_request_t **req);
 
 /* Makes, without starting it, an all-to-all of len-byte blocks run by burst,
  * whatever the configuration says, for the runtime's own exchanges (whose
@@ -222,10 +226,13 @@ void oc_request_launch(oc_request_t *req);
 void oc_request_spare_free(oc_team_t *team);
 
 /* Window of n counters created for the runtime's own use (halo plans, put
- * all-to-alls). st: this member's status so far; it votes whatever it is, so
- * that a failure on one member fails all. */
+ * all-to-alls). counted: whether team->nwins counts it (a halo plan's, which
+ * stands for the plan; not a put request's, for which the request counts).
+ * st: this member's status so far; it votes whatever it is, so that a
+ * failure on one member fails all. */
 oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_status_t st, oc_win_t **win);
+                                   unsigned ncounters, int counted, oc_status_t st,
+                                   oc_win_t **win);
 
 /* Releases win here without waiting for the peers (oc_win_free's barrier):
  * for a window that no peer puts into any more. */

@@ -144,7 +144,8 @@ void oc_win_release(oc_win_t *win)
     oc_context_t *ctx = win->team->ctx;
     registry_remove(ctx, win);
     oc_pe_call(ctx->pe, release_fn, win); /* and no notification handler holds win */
-    atomic_fetch_sub(&win->team->nwins, 1);
+    if (win->counted)
+        atomic_fetch_sub(&win->team->nwins, 1);
     win_destroy(win);
 }
 
@@ -168,7 +169,8 @@ static void win_abandon(oc_win_t *win)
     oc_context_t *ctx = win->team->ctx;
     registry_remove(ctx, win);
     oc_pe_call(ctx->pe, cancel_puts_fn, win); /* and no notification handler holds win */
-    atomic_fetch_sub(&win->team->nwins, 1);
+    if (win->counted)
+        atomic_fetch_sub(&win->team->nwins, 1);
     win->team = NULL;
     oc_ctx_release_later(ctx, win_destroy, win);
 }
@@ -227,7 +229,7 @@ static oc_status_t exchange(const char *fn, oc_team_t *team, win_setup_t *a, oc_
 
 /* The local part of the creation: the window and its memory. */
 static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsigned ncounters,
-                             win_setup_t *a)
+                             int counted, win_setup_t *a)
 {
     size_t nfrom = (size_t)ncounters * (size_t)team->size;
     oc_win_t *win;
@@ -238,13 +240,15 @@ static oc_status_t win_alloc(const char *fn, oc_team_t *team, size_t size, unsig
     if (win == NULL)
         return oc_error(OC_ERR_NO_MEMORY, "%s: window", fn);
     win->team = team;
+    win->counted = counted;
     win->size = size;
     win->ncounters = ncounters;
     win->peers = calloc((size_t)team->size, sizeof(*win->peers));
     win->counters = calloc(ncounters ? ncounters : 1, sizeof(*win->counters));
     win->from = calloc(nfrom ? nfrom : 1, sizeof(*win->from));
     win->from_mark = calloc(nfrom ? nfrom : 1, sizeof(*win->from_mark));
-    atomic_fetch_add(&team->nwins, 1);
+    if (counted)
+        atomic_fetch_add(&team->nwins, 1);
     if (win->peers == NULL || win->counters == NULL || win->from == NULL ||
         win->from_mark == NULL) {
         oc_win_release(win);
@@ -282,7 +286,8 @@ static oc_status_t check_size(const char *fn, size_t size)
 /* st: this member's status so far (a refused argument); it votes whatever
  * it is, so that a failure on one member fails all at once. */
 oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
-                                   unsigned ncounters, oc_status_t st, oc_win_t **out)
+                                   unsigned ncounters, int counted, oc_status_t st,
+                                   oc_win_t **out)
 {
     char what[64];
     win_setup_t a;
@@ -291,7 +296,7 @@ oc_status_t oc_win_create_internal(const char *fn, oc_team_t *team, size_t size,
     if (st == OC_OK)
         st = check_size(fn, size);
     if (st == OC_OK)
-        st = win_alloc(fn, team, size, ncounters, &a);
+        st = win_alloc(fn, team, size, ncounters, counted, &a);
     snprintf(what, sizeof(what), "%s: failed", fn);
     st = exchange(fn, team, &a, st, what);
     free(a.key);
@@ -319,7 +324,7 @@ oc_status_t oc_win_create(oc_team_t *team, size_t size, unsigned ncounters, void
     else if (ncounters > OC_WIN_MAX_COUNTERS)
         st = oc_error(OC_ERR_INVALID_ARG, "oc_win_create: ncounters=%u exceeds %d", ncounters,
                       OC_WIN_MAX_COUNTERS);
-    st = oc_win_create_internal("oc_win_create", team, size, ncounters, st, win);
+    st = oc_win_create_internal("oc_win_create", team, size, ncounters, 1, st, win);
     if (st == OC_OK)
         *base = (*win)->base;
     return st;

@@ -4,7 +4,9 @@
  * an active request, starting an active persistent request, displacements
  * outside the buffer, overlapping receive blocks or send and receive
  * buffers, restarting a one-shot request, freeing a team that still has a
- * request, counts that disagree between sender and receiver (also where the
+ * request (what a halo plan or a put request makes for itself not counted
+ * as the application's), counts that disagree between sender and receiver (a rank's block
+ * to itself too, refused at the call; also where the
  * schedule is cut into one list per stage, and the mismatch in an early one
  * must not keep the rank's later messages from its peers); a team creation
  * in which one member has no context fails on every member instead of
@@ -199,6 +201,83 @@ static void mismatched_counts(oc_team_t *team)
 }
 
 /* put chosen on rank 0 alone: every rank falls back, and the data arrive. */
+/* A rank's block to itself, which no receiver checks, of another length on
+ * each side: longer (it would be copied past its receive block) and zero
+ * against non-zero. Every rank refuses alike, so that no peer waits; the
+ * receive buffer stays untouched. */
+static void mismatched_self_block(oc_team_t *team)
+{
+    size_t n = (size_t)nprocs, me = (size_t)rank;
+    char *s = malloc(16 * n), *r = malloc(16 * n + 16);
+    size_t *sc = calloc(n, sizeof(size_t)), *rc = calloc(n, sizeof(size_t));
+    size_t *d = calloc(n, sizeof(size_t));
+    const size_t cases[2][2] = {{16, 8}, {0, 16}}; /* scounts[me], rcounts[me] */
+    char want[96];
+    oc_request_t *req = NULL;
+    oc_status_t st;
+
+    memset(s, 'S', 16 * n);
+    for (size_t i = 0; i < n; i++) {
+        sc[i] = rc[i] = 16;
+        d[i] = i * 16;
+    }
+    for (int c = 0; c < 2; c++) {
+        sc[me] = cases[c][0];
+        rc[me] = cases[c][1];
+        snprintf(want, sizeof(want), "sends itself scounts[%d]=%zu bytes, but rcounts[%d]=%zu",
+                 rank, sc[me], rank, rc[me]);
+        memset(r, 'R', 16 * n + 16);
+        st = oc_ialltoallv(team, s, 16 * n, sc, d, r, 16 * n, rc, d, &req);
+        CHECK(st == OC_ERR_MISMATCH && req == NULL && strstr(oc_last_error(), want) != NULL,
+              "oc_ialltoallv, self block %zu against %zu: %s: %s", sc[me], rc[me],
+              oc_status_string(st), oc_last_error());
+        for (size_t i = 0; i < 16 * n + 16; i++)
+            if (r[i] != 'R') {
+                CHECK(0, "self block %zu against %zu: rbuf[%zu] written", sc[me], rc[me], i);
+                break;
+            }
+        st = oc_alltoallv_init(team, s, 16 * n, sc, d, r, 16 * n, rc, d, &req);
+        CHECK(st == OC_ERR_MISMATCH && req == NULL && strstr(oc_last_error(), want) != NULL,
+              "oc_alltoallv_init, self block %zu against %zu: %s: %s", sc[me], rc[me],
+              oc_status_string(st), oc_last_error());
+    }
+    free(s); free(r); free(sc); free(rc); free(d);
+}
+
+/* What a halo plan and a put request make for themselves (a halo plan's
+ * requests, a put request's window) is not named among the objects the
+ * application left on the team: one plan is one halo plan, one put request
+ * one request. */
+static void owned_objects(void)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx;
+    oc_team_t *team = NULL;
+    oc_halo_t *halo = NULL;
+    oc_request_t *req = NULL;
+    oc_halo_params_t p = {.dims = {nprocs, 1, 1}, .width = 1};
+    double *a = calloc(6 * 6 * 6, sizeof(double));
+    char *s = calloc((size_t)nprocs, 16), *r = calloc((size_t)nprocs, 16);
+    oc_halo_field_t f = {.data = a, .n = {4, 4, 4}, .elem_size = sizeof(double)};
+
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.timeout_s = 60;
+    cfg.alltoall_alg = OC_ALG_PUT;
+    ctx = check_open_cfg(&cfg, &team);
+    CHECK_OC(oc_halo_create(team, &p, &f, 1, &halo));
+    CHECK_ERR(oc_team_free(team), OC_ERR_BUSY, "0 request(s) and 1 window(s) or halo plan(s)");
+    CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "1 team(s) and 0 request(s) not freed");
+    CHECK_OC(oc_halo_free(halo));
+    CHECK_OC(oc_alltoall_init(team, s, r, 16, &req));
+    CHECK(oc_request_alg(req) == OC_ALG_PUT, "the put request is %s",
+          oc_alg_name(oc_request_alg(req)));
+    CHECK_ERR(oc_team_free(team), OC_ERR_BUSY, "1 request(s) and 0 window(s) or halo plan(s)");
+    CHECK_OC(oc_request_free(req));
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+    free(a); free(s); free(r);
+}
+
 static void put_on_one_rank(void)
 {
     size_t n = (size_t)nprocs, i;
@@ -352,6 +431,7 @@ int main(int argc, char **argv)
         bad_arguments(team);
         active_request(team);
         mismatched_counts(team);
+        mismatched_self_block(team);
         mismatch_in_early_list(m ? OC_PROGRESS_INLINE : OC_PROGRESS_THREAD);
         CHECK_ERR(oc_finalize(ctx), OC_ERR_BUSY, "1 team(s) and 0 request(s) not freed");
         {
@@ -367,6 +447,7 @@ int main(int argc, char **argv)
         CHECK_OC(oc_finalize(ctx));
     }
     put_on_one_rank();
+    owned_objects();
     verbs_peer_limit();
     return check_finish("test_errors");
 }
