@@ -97,8 +97,9 @@ static oc_status_t pinned(int rc, int cpu, const char *spec, const char *own_str
 {
     if (rc != 0)
         return oc_error(OC_ERR_INVALID_ARG,
-                        "OC_PROGRESS_CPUS=%s: cannot bind the progress thread to CPU %d: %s "
-                        "(the process may use CPUs %s)", spec, cpu, strerror(rc), own_str);
+                        "progress CPUs %s (OC_PROGRESS_CPUS, cfg->progress_cpus): cannot bind "
+                        "the progress thread to CPU %d: %s (the process may use CPUs %s)", spec,
+                        cpu, strerror(rc), own_str);
     snprintf(info, size, "thread, on CPU %d (OC_PROGRESS_CPUS=%s; process CPUs %s)", cpu, spec,
              own_str);
     return OC_OK;

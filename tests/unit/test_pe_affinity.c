@@ -542,6 +542,8 @@ static void refused(void **state)
     assert_int_equal(oc_init(&c, &ctx), OC_ERR_INVALID_ARG);
     assert_null(ctx);
     assert_non_null(strstr(oc_last_error(), "cannot bind the progress thread to CPU"));
+    /* set in the field, not the variable: the message names both */
+    assert_non_null(strstr(oc_last_error(), "(OC_PROGRESS_CPUS, cfg->progress_cpus)"));
 }
 
 static void inline_mode(void **state)
