@@ -116,7 +116,7 @@ static int check_setup_args(const int *dims, int nx, int ny, int nz, MPI_Comm co
         return p3_fail(P3DFFT_ERR_ARG, "nxc, nyc, nzc = %d, %d, %d differ from nx, ny, nz: "
                        "truncated transforms are not supported", nxc, nyc, nzc);
     MPI_Comm_size(comm, &size);
-    if (dims[0] < 1 || dims[1] < 1 || dims[0] * dims[1] != size)
+    if (dims[0] < 1 || dims[1] < 1 || (long long)dims[0] * dims[1] != size)
         return p3_fail(P3DFFT_ERR_ARG, "dims = {%d, %d}: the product must equal the "
                        "communicator's size %d", dims[0], dims[1], size);
     if (dims[0] > ny || dims[0] > nx / 2 + 1)

@@ -25,6 +25,7 @@
  */
 #include <complex.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <fftw3.h>
 #include <math.h>
 #include <unistd.h>
@@ -453,6 +454,16 @@ static void check_errors(void)
 
     dims[1] = nproc + 1;
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem), "dims");
+    /* a grid whose product is 2^32 + nproc, which int arithmetic wraps to nproc */
+    for (long long d0 = 2; d0 < 1000; d0++)
+        if (((1LL << 32) + nproc) % d0 == 0 && ((1LL << 32) + nproc) / d0 <= INT_MAX) {
+            dims[0] = (int)d0;
+            dims[1] = (int)(((1LL << 32) + nproc) / d0);
+            CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, mem),
+                        "the product must equal");
+            break;
+        }
+    dims[0] = 1;
     dims[1] = nproc;
     CHECK_FAILS(Cp3dfft_setup(NULL, n, n, n, comm, n, n, n, 0, mem), "dims");
     CHECK_FAILS(Cp3dfft_setup(dims, n, n, n, comm, n, n, n, 0, NULL), "memsize");
