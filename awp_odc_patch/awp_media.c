@@ -19,7 +19,7 @@ int awp_media_load_layers(awp_media_t *m, const char *path)
     m->nlayers = 0;
     while ((rc = awp_read_line(f, line, sizeof(line), path, &lineno)) == 1) {
         double x[4];
-        line[strcspn(line, "#\r\n")] = '\0';
+        line[strcspn(line, "#")] = '\0';
         if (strspn(line, " \t") == strlen(line))
             continue;
         if (awp_parse_doubles(line, x, 4) != 0) {

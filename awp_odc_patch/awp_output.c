@@ -4,10 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "awp_error.h"
 
-int awp_mkdir_p(const char *path)
+static int mkdir_p(const char *path)
 {
     char buf[AWP_PATH_MAX];
     char *p;
@@ -24,13 +25,46 @@ int awp_mkdir_p(const char *path)
         }
 }
 
+/* The paths of the files: the length they need (the same for a slice's
+ * .dat and its .png), written to path where it fits len. */
+static int seismograms_path(const awp_scenario_t *sc, char *path, size_t len)
+{
+    return snprintf(path, len, "%s/%s_seismograms.csv", sc->output, sc->name);
+}
+
+static int slice_path(const awp_scenario_t *sc, int step, char *path, size_t len)
+{
+    return snprintf(path, len, "%s/%s_%s_%c%d_step%06d.dat", sc->output, sc->name,
+                    awp_field_name(sc->snap_field), "xyz"[sc->snap_axis], sc->snap_index, step);
+}
+
+int awp_output_prepare(const awp_scenario_t *sc)
+{
+    struct stat st;
+    int i, rc, need = seismograms_path(sc, NULL, 0);
+    for (i = 0; i < sc->nsnap; i++)
+        if (slice_path(sc, sc->snap_step[i], NULL, 0) > need)
+            need = slice_path(sc, sc->snap_step[i], NULL, 0);
+    if (need >= AWP_OUT_PATH_MAX)
+        return awp_fail("output and name: the files' paths would take %d characters, more than "
+                        "%d", need, AWP_OUT_PATH_MAX - 1);
+    if ((rc = mkdir_p(sc->output)) != 0)
+        return rc;
+    if (stat(sc->output, &st) != 0 || !S_ISDIR(st.st_mode))
+        return awp_fail("output: %s is not a folder", sc->output);
+    if (access(sc->output, W_OK | X_OK) != 0)
+        return awp_fail("output: cannot write into %s: %s", sc->output, strerror(errno));
+    return 0;
+}
+
 int awp_write_seismograms(const awp_scenario_t *sc, const float *traces, int steps, char *path,
                           size_t len)
 {
     const size_t stride = (size_t)sc->steps * 3;
     FILE *f;
     int n, r;
-    snprintf(path, len, "%s/%s_seismograms.csv", sc->output, sc->name);
+    if (seismograms_path(sc, path, len) >= (int)len)
+        return awp_fail("output: path too long: %s...", path);
     if ((f = fopen(path, "w")) == NULL)
         return awp_fail("output: cannot write %s: %s", path, strerror(errno));
     fprintf(f, "step,time_s");
@@ -66,8 +100,8 @@ int awp_write_slice(const awp_scenario_t *sc, int step, const float *v, int rows
 {
     FILE *f;
     int r, c;
-    snprintf(path, len, "%s/%s_%s_%c%d_step%06d.dat", sc->output, sc->name,
-             awp_field_name(sc->snap_field), "xyz"[sc->snap_axis], sc->snap_index, step);
+    if (slice_path(sc, step, path, len) >= (int)len)
+        return awp_fail("output: path too long: %s...", path);
     if ((f = fopen(path, "w")) == NULL)
         return awp_fail("output: cannot write %s: %s", path, strerror(errno));
     for (r = 0; r < rows; r++)

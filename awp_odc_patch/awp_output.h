@@ -9,8 +9,15 @@
 #include "awp_grid.h"
 #include "awp_scenario.h"
 
-/* Creates folder path and its parents as needed. */
-int awp_mkdir_p(const char *path);
+/* Room for every path of the output: the folder, the name and the longest
+ * of the files' suffixes (awp_output_prepare checks that they fit). */
+#define AWP_OUT_PATH_MAX (AWP_PATH_MAX + 64)
+
+/* Before a run: creates sc->output and its parents as needed, and refuses a
+ * path that is no folder, a folder it cannot write into, or one in which the
+ * output's file names would not fit AWP_OUT_PATH_MAX, so that a run does not
+ * end in a failed or cut-off write. */
+int awp_output_prepare(const awp_scenario_t *sc);
 
 /* <output>/<name>_seismograms.csv: step, time (the velocities', (step - 1/2)
  * dt), then vx, vy, vz of each receiver; traces is [receiver][step][3] of

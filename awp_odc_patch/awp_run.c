@@ -9,6 +9,7 @@
  * stderr (every 10 s, or every `progress` steps) and a summary at the end. Exit status: 0 done,
  * 1 failed while running, 2 a bad scenario or command line.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 #define PROG "awp_run"
 
 typedef struct {
-    char dat[AWP_MAX_SNAPSHOTS][AWP_PATH_MAX + 64];
+    char dat[AWP_MAX_SNAPSHOTS][AWP_OUT_PATH_MAX];
     int step[AWP_MAX_SNAPSHOTS];
     int n;
 } snapshots_t;
@@ -42,6 +43,11 @@ static int take_snapshot(awp_sim_t *s, snapshots_t *snaps)
     if (s->g.rank == 0 && v == NULL)
         return awp_fail("out of memory for a snapshot");
     rc = awp_sim_gather(s, s->sc.snap_field, &b, v);
+    /* as the receivers' traces (awp_sim.c), for a run that records none */
+    for (size_t i = 0; rc == 0 && s->g.rank == 0 && i < (size_t)rows * (size_t)cols; i++)
+        if (!isfinite(v[i]))
+            rc = awp_fail("snapshot of step %d: %s = %g: the wavefield is no longer finite",
+                          s->step, awp_field_name(s->sc.snap_field), v[i]);
     if (rc == 0 && s->g.rank == 0) {
         rc = awp_write_slice(&s->sc, s->step, v, rows, cols, snaps->dat[snaps->n],
                              sizeof(snaps->dat[0]));
@@ -88,7 +94,7 @@ static int run(awp_sim_t *s, snapshots_t *snaps)
 
 static int write_seismograms(const awp_sim_t *s)
 {
-    char path[AWP_PATH_MAX + 64];
+    char path[AWP_OUT_PATH_MAX];
     size_t n = (size_t)s->sc.nrec * (size_t)s->sc.steps * 3;
     float *tr = s->g.rank == 0 ? malloc(n * sizeof(float) + 1) : NULL;
     int rc = s->g.rank == 0 && tr == NULL ? awp_fail("out of memory for the seismograms") : 0;
@@ -130,7 +136,7 @@ static void plot_snapshots(const awp_scenario_t *sc, const snapshots_t *snaps)
     static const char *const axes[3] = {"x", "y", "z"};
     int i, a = sc->snap_axis;
     for (i = 0; i < snaps->n; i++) {
-        char png[AWP_PATH_MAX + 64], title[256], h[32];
+        char png[AWP_OUT_PATH_MAX], title[256], h[32];
         const char *extra[4] = {title, h, axes[a == 0 ? 1 : 0], axes[a == 2 ? 1 : 2]};
         snprintf(png, sizeof(png), "%.*s.png", (int)(strlen(snaps->dat[i]) - 4), snaps->dat[i]);
         awp_slice_title(sc, snaps->step[i], title, sizeof(title));
@@ -166,7 +172,7 @@ int main(int argc, char **argv)
         rc = awp_scenario_check(&sc, size);
     rc = report(rank, awp_agree(MPI_COMM_WORLD, rc));
     if (rc == 0) {
-        int made = rank == 0 ? awp_mkdir_p(sc.output) : 0;
+        int made = rank == 0 ? awp_output_prepare(&sc) : 0;
         MPI_Bcast(&made, 1, MPI_INT, 0, MPI_COMM_WORLD);
         rc = report(rank, made);
     }

@@ -42,8 +42,12 @@ static int parse_ints(const char *v, int *out, int n)
     int i;
     if (awp_parse_doubles(v, d, n) != 0)
         return awp_fail("expected %d integer%s, got '%s'", n, n > 1 ? "s" : "", v);
+    /* digits only: "2.9999999999999999" and "7.0000000000000001" are
+     * integers as doubles */
+    if (strpbrk(v, ".eE") != NULL)
+        return awp_fail("expected integers, got '%s'", v);
     for (i = 0; i < n; i++) {
-        if (d[i] != floor(d[i]) || fabs(d[i]) > INT_MAX)
+        if (fabs(d[i]) > INT_MAX)
             return awp_fail("expected integers, got '%s'", v);
         out[i] = (int)d[i];
     }

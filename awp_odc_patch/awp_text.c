@@ -9,14 +9,29 @@
 
 int awp_read_line(FILE *f, char *buf, int size, const char *path, int *lineno)
 {
-    int next;
-    if (fgets(buf, size, f) == NULL)
+    int c, n = 0;
+    errno = 0;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        /* the rest of the line would be invisible to the string functions */
+        if (c == '\0')
+            return awp_fail("%s:%d: a NUL byte in the line", path, *lineno + 1);
+        if (n == size - 1)
+            return awp_fail("%s:%d: line longer than %d characters", path, *lineno + 1,
+                            size - 1);
+        buf[n++] = (char)c;
+    }
+    if (c == EOF && ferror(f)) /* a folder, say */
+        return awp_fail("%s: cannot read: %s", path, strerror(errno));
+    if (c == EOF && n == 0)
         return 0;
     ++*lineno;
-    /* a line of size - 1 characters fits without its newline */
-    if (strchr(buf, '\n') != NULL || (next = getc(f)) == EOF || next == '\n')
-        return 1;
-    return awp_fail("%s:%d: line longer than %d characters", path, *lineno, size - 1);
+    if (n > 0 && buf[n - 1] == '\r') /* CRLF */
+        n--;
+    buf[n] = '\0';
+    /* a line break of old Mac files, which would join two lines */
+    if (memchr(buf, '\r', (size_t)n) != NULL)
+        return awp_fail("%s:%d: a carriage return inside the line", path, *lineno);
+    return 1;
 }
 
 /* The number at the start of p (after blanks); NULL if it is none. */

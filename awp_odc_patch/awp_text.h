@@ -7,10 +7,12 @@
 
 #include <stdio.h>
 
-/* fgets for whole lines: reads the next line of f into buf and counts it in
- * *lineno. Returns 1, 0 at the end of the file, or -1 ("PATH:LINE: line
- * longer than N characters") for a line that does not fit: fgets would hand
- * its tail back as the next line. */
+/* Reads the next whole line of f into buf, without its line break (LF or
+ * CRLF), and counts it in *lineno. Returns 1, 0 at the end of the file, or
+ * -1 with the reason ("PATH:LINE: ..."): a line longer than size - 1
+ * characters (fgets would hand its tail back as the next line), a NUL byte
+ * or a carriage return inside it (which would hide or join text), a file
+ * that cannot be read (a folder). */
 int awp_read_line(FILE *f, char *buf, int size, const char *path, int *lineno);
 
 /* Exactly n numbers in v, separated by blanks: digits with an optional sign,

@@ -166,6 +166,13 @@ static const case_t cases[] = {
      {"progress=-5"}},
     {"progress as a word", "grid = 24 24 24", 0, 1,
      "progress: expected 'auto' or a number of steps, got 'often'", {"progress=often"}},
+    /* 3.0 as a double */
+    {"a fraction that rounds to an integer", "steps = 2.9999999999999999", 3, 1,
+     "steps: expected integers, got '2.9999999999999999'", {NULL}},
+    /* an old Mac line break would join the two layers into one line */
+    {"carriage return inside a layers line", "media = layers cr_layers.txt", 4, 1,
+     "cr_layers.txt:1: a carriage return inside the line", {NULL}},
+    {"layers file with CRLF line ends", "media = layers crlf_layers.txt", 4, 1, NULL, {NULL}},
 };
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -204,6 +211,8 @@ static int layers_files(const char *folder, int remove_them)
         {"bad_layers.txt", "0 2000 1000 2200\n500 3000 1700 1e999\n"},
         {"hex_layers.txt", "0 2000 1000 2200\n0x1f4 3000 1700 2400\n"},
         {"long_layers.txt", long_layers},
+        {"cr_layers.txt", "0 2000 1000 2200\r500 3000 1700 2400\n"},
+        {"crlf_layers.txt", "0 2000 1000 2200\r\n500 3000 1700 2400\r\n"},
     };
     size_t i;
     for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -266,6 +275,56 @@ static int check_titles(void)
     return failed;
 }
 
+/* 1 and a line saying why where rc is not a refusal naming needle. */
+static int refused(const char *what, int rc, const char *needle)
+{
+    if (rc == 0 || strstr(awp_last_error(), needle) == NULL) {
+        printf("FAIL %s: %s, expected \"%s\"\n", what, rc == 0 ? "accepted" : awp_last_error(),
+               needle);
+        return 1;
+    }
+    printf("ok   %s: %s\n", what, awp_last_error());
+    return 0;
+}
+
+/* What the line reader and the output's preparation refuse beyond the cases'
+ * scenarios: a NUL byte (the string functions would not see past it), a
+ * folder given as the scenario, an output that is a file, and an output
+ * whose files' paths would be cut. */
+static int check_files(const char *folder)
+{
+    static awp_scenario_t sc;
+    char path[4096];
+    const char nul[] = "steps = 3\0 junk\n";
+    FILE *f;
+    int failed = 0;
+
+    snprintf(path, sizeof(path), "%s/awp_nul.txt", folder);
+    f = fopen(path, "w");
+    if (f == NULL || fwrite(nul, 1, sizeof(nul) - 1, f) != sizeof(nul) - 1 || fclose(f) != 0)
+        return 1;
+    failed += refused("a NUL byte in the scenario", awp_scenario_load(&sc, path, 0, NULL),
+                      "awp_nul.txt:1: a NUL byte in the line");
+    remove(path);
+    failed += refused("a folder as the scenario", awp_scenario_load(&sc, folder, 0, NULL),
+                      ": cannot read: Is a directory");
+
+    awp_scenario_defaults(&sc, "t");
+    if (snprintf(sc.output, sizeof(sc.output), "%s/awp_file", folder) >= (int)sizeof(sc.output) ||
+        write_file(sc.output, "") != 0)
+        return failed + 1;
+    failed += refused("a file as the output folder", awp_output_prepare(&sc),
+                      "awp_file is not a folder");
+    remove(sc.output);
+    memset(sc.output, 'd', sizeof(sc.output) - 1); /* 511 characters, a relative path */
+    sc.output[sizeof(sc.output) - 1] = '\0';
+    memset(sc.name, 'n', sizeof(sc.name) - 1);
+    sc.name[sizeof(sc.name) - 1] = '\0';
+    failed += refused("an output whose files' paths would be cut", awp_output_prepare(&sc),
+                      "output and name: the files' paths would take");
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     char path[4096];
@@ -278,7 +337,7 @@ int main(int argc, char **argv)
     fill_long_texts();
     if (layers_files(argv[1], 0) != 0)
         return 1;
-    failed = check_titles();
+    failed = check_titles() + check_files(argv[1]);
     for (i = 0; i < NCASES; i++) {
         const case_t *c = &cases[i];
         static awp_scenario_t sc;
@@ -304,7 +363,7 @@ int main(int argc, char **argv)
     }
     remove(path);
     layers_files(argv[1], 1);
-    printf("test_awp_scenario: %s (%d of %d cases and titles failed)\n", failed ? "FAIL" : "PASS",
-           failed, NCASES + 2);
+    printf("test_awp_scenario: %s (%d of %d cases, titles and files failed)\n",
+           failed ? "FAIL" : "PASS", failed, NCASES + 6);
     return failed ? 1 : 0;
 }
