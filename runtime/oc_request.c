@@ -105,19 +105,28 @@ static void req_destroy(oc_request_t *req)
  * the same collective call. A persistent request matches on its number for
  * its whole life, while the team goes on: its match number comes from a
  * count of persistent requests, which the top matched bit keeps apart from
- * one-shot operations' numbers. So the one-shot numbers can wrap (2^27
- * operations) without meeting a persistent request made long before. */
+ * one-shot operations' numbers. So the one-shot numbers can wrap (2^26
+ * operations) without meeting a persistent request made long before. The
+ * runtime's own exchanges (set-up agreements, team gathers) match apart from
+ * the application's one-shot operations (the next bit): a program that
+ * calls a set-up on one member and a collective on another at the same
+ * operation number then times out on both, instead of delivering the
+ * set-up's message into the collective's buffer as data. */
 typedef struct {
     uint32_t seq, match;
 } req_nums_t;
 
-static req_nums_t take_nums(oc_team_t *team, int persistent)
+typedef enum { NUMS_ONESHOT, NUMS_PERSISTENT, NUMS_RUNTIME } nums_kind_t;
+
+static req_nums_t take_nums(oc_team_t *team, nums_kind_t kind)
 {
-    const uint32_t top = 1u << (OC_NIC_SEQ_BITS - 1);
+    const uint32_t top = 1u << (OC_NIC_SEQ_BITS - 1), half = top >> 1;
     req_nums_t n;
     n.seq = atomic_fetch_add(&team->next_seq, 1);
-    n.match = persistent ? top | (atomic_fetch_add(&team->next_pseq, 1) & (top - 1))
-                         : n.seq & (top - 1);
+    if (kind == NUMS_PERSISTENT)
+        n.match = top | (atomic_fetch_add(&team->next_pseq, 1) & (top - 1));
+    else
+        n.match = (kind == NUMS_RUNTIME ? half : 0) | (n.seq & (half - 1));
     return n;
 }
 
@@ -278,11 +287,13 @@ static oc_status_t req_build(const char *fn, oc_request_t *req, const oc_coll_ar
     return st;
 }
 
-/* alg: OC_ALG_AUTO for the configuration's choice. */
+/* alg: OC_ALG_AUTO for the configuration's choice; kind: the application's
+ * one-shot operation or the runtime's own exchange. */
 static oc_status_t req_create(const char *fn, oc_team_t *team, int v, oc_coll_args_t *args,
-                              size_t mean_block, size_t inplace, oc_alg_t alg, oc_request_t **out)
+                              size_t mean_block, size_t inplace, oc_alg_t alg, nums_kind_t kind,
+                              oc_request_t **out)
 {
-    req_nums_t nums = take_nums(team, 0); /* taken whatever fails here, as by the peers */
+    req_nums_t nums = take_nums(team, kind); /* taken whatever fails here, as by the peers */
     oc_request_t *req = NULL;
     oc_status_t st;
     args->unagreed = 1;
@@ -319,7 +330,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
             req_destroy(req);
         return st;
     }
-    nums = take_nums(team, 1);
+    nums = take_nums(team, NUMS_PERSISTENT);
     req->alg = alg;
     if (alg == OC_ALG_PUT)
         st = oc_persist_put_attach(fn, req, args, &put);
@@ -343,7 +354,7 @@ static oc_status_t persistent_create(const char *fn, oc_team_t *team, int v,
 oc_status_t oc_request_create(oc_team_t *team, const char *opname, oc_sched_t *sched,
                               void *owner, oc_request_t **out)
 {
-    req_nums_t nums = take_nums(team, 1); /* taken whatever fails here, as by the peers */
+    req_nums_t nums = take_nums(team, NUMS_PERSISTENT); /* taken whatever fails, as by the peers */
     oc_request_t *req = oc_zalloc(sizeof(*req));
     if (req == NULL) {
         oc_sched_fini(sched);
@@ -396,7 +407,8 @@ static oc_status_t alltoall_create(const char *fn, oc_team_t *team, const void *
     a.block = block;
     if (persistent)
         return persistent_create(fn, team, 0, &a, block, block * (size_t)team->size, st, req);
-    return req_create(fn, team, 0, &a, block, block * (size_t)team->size, OC_ALG_AUTO, req);
+    return req_create(fn, team, 0, &a, block, block * (size_t)team->size, OC_ALG_AUTO,
+                      NUMS_ONESHOT, req);
 }
 
 static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void *sbuf,
@@ -436,7 +448,7 @@ static oc_status_t alltoallv_create(const char *fn, oc_team_t *team, const void 
     mean = team->size > 1 ? total / (size_t)(team->size - 1) : 0;
     if (persistent)
         return persistent_create(fn, team, 1, &a, mean, extent, st, req);
-    return req_create(fn, team, 1, &a, mean, extent, OC_ALG_AUTO, req);
+    return req_create(fn, team, 1, &a, mean, extent, OC_ALG_AUTO, NUMS_ONESHOT, req);
 }
 
 oc_status_t oc_request_alltoall_make(const char *fn, oc_team_t *team, const void *sbuf,
@@ -446,7 +458,7 @@ oc_status_t oc_request_alltoall_make(const char *fn, oc_team_t *team, const void
     oc_status_t st;
     fill_args(&a, team, sbuf, rbuf);
     a.block = len;
-    st = req_create(fn, team, 0, &a, len, 0, OC_ALG_BURST, req);
+    st = req_create(fn, team, 0, &a, len, 0, OC_ALG_BURST, NUMS_RUNTIME, req);
     if (st == OC_OK && renumber)
         (*req)->persistent = (*req)->renumber = 1;
     return st;
@@ -544,8 +556,8 @@ static oc_status_t req_start(oc_request_t *req)
         req->xs[i] = fresh;
         req->cancelled_once = 1;
     }
-    if (req->renumber) {
-        req_nums_t nums = take_nums(req->team, 0);
+    if (req->renumber) { /* the runtime's own (oc_request_alltoall_make) */
+        req_nums_t nums = take_nums(req->team, NUMS_RUNTIME);
         req->seq = nums.seq;
         req->match = req->xs[i]->match.seq = nums.match;
     }

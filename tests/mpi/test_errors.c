@@ -5,12 +5,14 @@
  * outside the buffer, overlapping receive blocks or send and receive
  * buffers, restarting a one-shot request, freeing a team that still has a
  * request (what a halo plan or a put request makes for itself not counted
- * as the application's), counts that disagree between sender and receiver (a rank's block
- * to itself too, refused at the call; also where the
+ * as the application's), counts that disagree between sender and receiver
+ * (a rank's block to itself too, refused at the call; also where the
  * schedule is cut into one list per stage, and the mismatch in an early one
  * must not keep the rank's later messages from its peers); a team creation
  * in which one member has no context fails on every member instead of
- * leaving the others waiting.
+ * leaving the others waiting; a set-up on one member against collectives on
+ * the others fails on every member, none taking the set-up's messages as
+ * data.
  */
 #include <stdint.h>
 #include <string.h>
@@ -278,6 +280,43 @@ static void owned_objects(void)
     free(a); free(s); free(r);
 }
 
+/* An erroneous program (as in MPI): a persistent set-up on rank 0, one-shot
+ * collectives elsewhere, with blocks the size of the set-up's own messages.
+ * Every member fails, and no collective takes in the set-up's messages as
+ * its data: they match apart (oc_request.c, take_nums). */
+static void setup_against_collective(void)
+{
+    oc_config_t cfg;
+    oc_context_t *ctx;
+    oc_team_t *team = NULL;
+    oc_request_t *req = NULL;
+    unsigned char s[64 * 64], r[64 * 64];
+    oc_status_t st;
+
+    if (nprocs < 2 || nprocs > 64)
+        return;
+    CHECK_OC(oc_config_init(&cfg));
+    cfg.timeout_s = 1;
+    ctx = check_open_cfg(&cfg, &team);
+    memset(s, rank + 1, sizeof(s));
+    if (rank == 0) {
+        st = oc_alltoall_init(team, s, r, 64, &req);
+        CHECK(st != OC_OK && req == NULL, "rank 0: the set-up against collectives: %s",
+              oc_status_string(st));
+    } else
+        for (int i = 0; i < 2; i++) {
+            memset(r, 0xee, sizeof(r));
+            CHECK_OC(oc_ialltoall(team, s, r, 4, &req));
+            st = oc_wait(req);
+            CHECK(st == OC_ERR_TIMEOUT, "rank %d: collective %d against a set-up: %s: %s%s", rank,
+                  i, oc_status_string(st), oc_last_error(),
+                  st == OC_OK && r[0] != 0xee ? " (rank 0's block written)" : "");
+            CHECK_OC(oc_request_free(req));
+        }
+    CHECK_OC(oc_team_free(team));
+    CHECK_OC(oc_finalize(ctx));
+}
+
 static void put_on_one_rank(void)
 {
     size_t n = (size_t)nprocs, i;
@@ -448,6 +487,7 @@ int main(int argc, char **argv)
     }
     put_on_one_rank();
     owned_objects();
+    setup_against_collective();
     verbs_peer_limit();
     return check_finish("test_errors");
 }
