@@ -101,8 +101,9 @@ static int parse_opt(void *opts, const char *a, const char *v)
         return rc;
     }
     if (strcmp(a, "--width") == 0) {
-        long w;
-        if (bench_parse_count(a, v, &w) != 0 || w < 1 || w > 1024)
+        char *end;
+        long w = strtol(v, &end, 10); /* one message for any bad value */
+        if (end == v || *end != '\0' || w < 1 || w > 1024)
             return bench_opt_error("--width needs 1..1024, not '%s'", v);
         o->width = (unsigned)w;
         return 0;

@@ -2,6 +2,7 @@
 #include "oc_bench_plot.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,11 +120,34 @@ int bench_opt_error(const char *fmt, ...)
     return 2;
 }
 
+int bench_same_args(const char *prog, int argc, char **argv)
+{
+    uint64_t h = 14695981039346656037ull, h0; /* FNV-1a of the arguments, each with its NUL */
+    int i, rank, differs, first = -1;
+    for (i = 1; i < argc; i++) {
+        const char *p = argv[i];
+        do
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        while (*p++ != '\0');
+    }
+    h0 = h;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Bcast(&h0, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    differs = h != h0 ? rank : INT_MAX;
+    MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first != INT_MAX && rank == 0)
+        fprintf(stderr, "%s: rank %d was given other options than rank 0; every rank must be "
+                "given the same\n", prog, first);
+    return first == INT_MAX;
+}
+
 int bench_parse_args(int argc, char **argv, void *opts, const bench_flag_t *flags, int nflags,
                      int (*parse_opt)(void *opts, const char *name, const char *v),
                      void (*usage)(FILE *f))
 {
     int i, k, rc = 0;
+    if (!bench_same_args(bench_prog, argc, argv))
+        return 2;
     for (i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i];
         for (k = 0; k < nflags; k++)
@@ -135,8 +159,8 @@ int bench_parse_args(int argc, char **argv, void *opts, const bench_flag_t *flag
             if (bench_rank == 0)
                 usage(stdout);
             return 1;
-        } else if (i + 1 == argc)
-            rc = bench_opt_error("%s needs a value", a);
+        } else if (i + 1 == argc) /* not a switch: an option missing its value, or none */
+            rc = bench_opt_error("'%s' without a value: options are switches or '--name value'", a);
         else
             rc = parse_opt(opts, a, argv[++i]);
     }
@@ -460,10 +484,8 @@ static FILE *csv_open(const char *path, const bench_column_t *cols, int n, int n
     bench_field_t f[MAX_COLUMNS];
     FILE *out = fopen(path, "w");
 
-    if (out == NULL) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", bench_prog, path, strerror(errno));
+    if (out == NULL)
         return NULL;
-    }
     gethostname(host, sizeof(host) - 1);
     if (gmtime_r(&now, &tm) != NULL)
         strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -492,8 +514,13 @@ void bench_open_results(bench_out_t *out, const char *csv, const char *png,
         close(fd);
         out->path = out->tmp;
     }
-    if (out->path != NULL)
-        out->csv = csv_open(out->path, cols, n, nranks, backend, extra);
+    if (out->path != NULL && (out->csv = csv_open(out->path, cols, n, nranks, backend, extra)) == NULL) {
+        /* a run whose results cannot be kept is not worth its time */
+        if (csv != NULL)
+            bench_die("--csv %s: cannot write it: %s", csv, strerror(errno));
+        fprintf(stderr, "%s: note: no PNG: cannot write %s: %s\n", bench_prog, out->path,
+                strerror(errno));
+    }
 }
 
 int bench_end(bench_out_t *out, double t0, const char *script, const char *title)

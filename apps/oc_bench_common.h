@@ -72,13 +72,20 @@ const char *bench_backend(int n, oc_context_t *(*ctx_of)(int i));
  * (--help lists the options)". Returns 2, the exit status of a bad line. */
 int bench_opt_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Collective: whether every rank of MPI_COMM_WORLD was given rank 0's
+ * command line (an MPMD launch may give each its own); if not, rank 0 says
+ * which rank differs. Ranks that parsed different options would wait for
+ * each other in different collectives, or fail on a bad value alone. */
+int bench_same_args(const char *prog, int argc, char **argv);
+
 /* An on/off switch ("--check", "--no-check") setting an int of the options. */
 typedef struct {
     const char *on, *off;
     size_t offset;
 } bench_flag_t;
 
-/* Parses the command line: the switches, --help (rank 0 prints usage), and
+/* Collective: parses the command line, once bench_same_args has found it the
+ * same on every rank: the switches, --help (rank 0 prints usage), and
  * "--name value" pairs, which go to parse_opt (0, or bench_opt_error's 2).
  * 0 to run, 1 after --help, 2 on a bad command line. */
 int bench_parse_args(int argc, char **argv, void *opts, const bench_flag_t *flags, int nflags,
@@ -193,7 +200,8 @@ typedef struct {
 
 /* Rank 0: opens csv (or a temporary one when only png is asked) with a
  * comment line (program, ranks, date, host, backend, extra) and the column
- * names. When it cannot be written, notes why and leaves out->csv NULL. */
+ * names. A csv that cannot be written ends the run (bench_die, naming
+ * --csv); a temporary one costs only the PNG (a note, out->csv NULL). */
 void bench_open_results(bench_out_t *out, const char *csv, const char *png,
                         const bench_column_t *cols, int n, int nranks, const char *backend,
                         const char *extra);

@@ -44,7 +44,7 @@ static void *peer_main(void *arg)
     return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     oc_config_t cfg;
     oc_context_t *ctx;
@@ -55,6 +55,16 @@ int main(void)
     pthread_t th[2];
     int i;
 
+    if (argc > 1) { /* it takes no options: the OC_* variables configure what it reports */
+        int help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+        fprintf(help ? stdout : stderr,
+                "%susage: offcoll_info\n"
+                "Prints offcoll's version, the backend in use (or why one is unavailable),\n"
+                "the intranode path between two contexts on this host and every\n"
+                "configuration value in force; the OC_* variables set them (README).\n",
+                help ? "" : "offcoll_info: takes no options\n");
+        return help ? 0 : 2;
+    }
     printf("offcoll %d.%d.%d\n", OC_VERSION_MAJOR, OC_VERSION_MINOR, OC_VERSION_PATCH);
     st = oc_config_init(&cfg);
     if (st != OC_OK) {

@@ -32,6 +32,7 @@
 #include "awp_fp.h"
 #include "awp_output.h"
 #include "awp_sim.h"
+#include "oc_bench_common.h" /* bench_same_args */
 #include "oc_bench_plot.h"
 
 #define PROG "awp_bench"
@@ -93,7 +94,7 @@ static int parse_int_list(const char *s, int *out, int max, int *count)
         char *end;
         long v = strtol(tok, &end, 10);
         if (*end != '\0' || v < 4 || v > 4096 || *count == max)
-            return awp_fail("--n: expected up to %d sizes >= 4, got '%s'", max, s);
+            return awp_fail("--n: expected up to %d sizes from 4 to 4096, got '%s'", max, s);
         out[(*count)++] = (int)v;
     }
     return *count > 0 ? 0 : awp_fail("--n: no size given");
@@ -108,8 +109,9 @@ static int parse_opts(int argc, char **argv, opts_t *o)
         char *end;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return 1;
-        if (v == NULL)
-            return awp_fail("%s needs a value (--help lists the options)", a);
+        if (v == NULL) /* an option missing its value, or none */
+            return awp_fail("'%s' without a value: options are '--name value' (--help lists "
+                            "them)", a);
         i++;
         if (strcmp(a, "--n") == 0) {
             if (parse_int_list(v, o->n, MAX_SIZES, &o->nsizes) != 0)
@@ -331,6 +333,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (!bench_same_args(PROG, argc, argv)) {
+        MPI_Finalize();
+        return 2;
+    }
     rc = parse_opts(argc, argv, &o);
     if (rc != 0) {
         if (rank == 0 && rc < 0)

@@ -113,5 +113,12 @@ if grep -q "^Backend in use: ucx.*verbs: no RDMA device" <<< "$(unset ${!OC_*}; 
         fail "OC_BACKEND=verbs without a device: $out"
 fi
 
+# It takes no options: one given is refused, --help is a usage text.
+out=$("$info" --verbose 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "offcoll_info: takes no options" <<< "$out" ||
+    fail "offcoll_info --verbose: exit status $rc: $out"
+"$info" --help | grep -q "^usage: offcoll_info" || fail "offcoll_info --help: no usage"
+
 [ "$fails" -eq 0 ] || exit 1
 echo "offcoll_info: version, backend, engine, $(wc -w <<< "$keys") variables and the path reported"

@@ -102,9 +102,12 @@ static int parse_opt(void *o_, const char *name, const char *v)
         return o->csv = v, 0;
     if (strcmp(name, "--png") == 0)
         return o->png = v, 0;
-    if (strcmp(name, "--dims") == 0)
-        return sscanf(v, "%dx%d", &o->dims[0], &o->dims[1]) == 2 && o->dims[0] > 0 && o->dims[1] > 0
+    if (strcmp(name, "--dims") == 0) {
+        int end = 0; /* "1x1x7" is not a grid of 1x1 */
+        return sscanf(v, "%dx%d%n", &o->dims[0], &o->dims[1], &end) == 2 && v[end] == '\0' &&
+                       o->dims[0] > 0 && o->dims[1] > 0
                    ? 0 : bench_opt_error("--dims: '%s' is not AxB", v);
+    }
     return bench_opt_error("unknown option %s", name);
 }
 
