@@ -514,7 +514,9 @@ void bench_open_results(bench_out_t *out, const char *csv, const char *png,
         close(fd);
         out->path = out->tmp;
     }
-    if (out->path != NULL && (out->csv = csv_open(out->path, cols, n, nranks, backend, extra)) == NULL) {
+    if (out->path != NULL)
+        out->csv = csv_open(out->path, cols, n, nranks, backend, extra);
+    if (out->path != NULL && out->csv == NULL) {
         /* a run whose results cannot be kept is not worth its time */
         if (csv != NULL)
             bench_die("--csv %s: cannot write it: %s", csv, strerror(errno));
