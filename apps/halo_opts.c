@@ -101,9 +101,11 @@ static int parse_opt(void *opts, const char *a, const char *v)
         return rc;
     }
     if (strcmp(a, "--width") == 0) {
-        char *end;
-        long w = strtol(v, &end, 10); /* one message for any bad value */
-        if (end == v || *end != '\0' || w < 1 || w > 1024)
+        long w;
+        int rc = bench_parse_count(a, v, &w); /* its message alone where v is no count */
+        if (rc != 0)
+            return rc;
+        if (w < 1 || w > 1024)
             return bench_opt_error("--width needs 1..1024, not '%s'", v);
         o->width = (unsigned)w;
         return 0;

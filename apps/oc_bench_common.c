@@ -514,15 +514,15 @@ void bench_open_results(bench_out_t *out, const char *csv, const char *png,
         close(fd);
         out->path = out->tmp;
     }
-    if (out->path != NULL)
-        out->csv = csv_open(out->path, cols, n, nranks, backend, extra);
-    if (out->path != NULL && out->csv == NULL) {
-        /* a run whose results cannot be kept is not worth its time */
-        if (csv != NULL)
-            bench_die("--csv %s: cannot write it: %s", csv, strerror(errno));
+    if (out->path == NULL)
+        return;
+    out->csv = csv_open(out->path, cols, n, nranks, backend, extra);
+    /* a run whose results cannot be kept is not worth its time */
+    if (out->csv == NULL && csv != NULL)
+        bench_die("--csv %s: cannot write it: %s", csv, strerror(errno));
+    if (out->csv == NULL)
         fprintf(stderr, "%s: note: no PNG: cannot write %s: %s\n", bench_prog, out->path,
                 strerror(errno));
-    }
 }
 
 int bench_end(bench_out_t *out, double t0, const char *script, const char *title)

@@ -41,10 +41,10 @@ static int slice_path(const awp_scenario_t *sc, int step, char *path, size_t len
 int awp_output_prepare(const awp_scenario_t *sc)
 {
     struct stat st;
-    int i, rc, need = seismograms_path(sc, NULL, 0);
+    int i, rc, len, need = seismograms_path(sc, NULL, 0);
     for (i = 0; i < sc->nsnap; i++)
-        if (slice_path(sc, sc->snap_step[i], NULL, 0) > need)
-            need = slice_path(sc, sc->snap_step[i], NULL, 0);
+        if ((len = slice_path(sc, sc->snap_step[i], NULL, 0)) > need)
+            need = len;
     if (need >= AWP_OUT_PATH_MAX)
         return awp_fail("output and name: the files' paths would take %d characters, more than "
                         "%d", need, AWP_OUT_PATH_MAX - 1);
